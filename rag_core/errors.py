@@ -1,0 +1,144 @@
+"""User-facing errors: every message is safe to show and says what to do."""
+from __future__ import annotations
+
+
+class DocChatError(Exception):
+    """Base class: str(error) is a friendly sentence for the user."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class IngestError(DocChatError):
+    """A file could not be added to the library."""
+
+    def __init__(self, file_name: str, problem: str, advice: str) -> None:
+        super().__init__(f"“{file_name}”: {problem} {advice}".strip())
+        self.file_name = file_name
+
+
+class UnsupportedFileType(IngestError):
+    def __init__(self, file_name: str, detail: str = "") -> None:
+        super().__init__(
+            file_name,
+            f"this is not a file type DocChat can read{(' (' + detail + ')') if detail else ''}.",
+            "Upload a PDF, Word (.docx), text (.txt) or Markdown (.md) file.",
+        )
+
+
+class EmptyFile(IngestError):
+    def __init__(self, file_name: str) -> None:
+        super().__init__(file_name, "the file is empty.", "Check that you picked the right file and try again.")
+
+
+class FileTooLarge(IngestError):
+    def __init__(self, file_name: str, limit_mb: int) -> None:
+        super().__init__(
+            file_name,
+            f"the file is larger than the {limit_mb} MB limit.",
+            "Split it into smaller files, or ask your administrator to raise DOCCHAT_MAX_UPLOAD_MB.",
+        )
+
+
+class EncryptedFile(IngestError):
+    def __init__(self, file_name: str) -> None:
+        super().__init__(
+            file_name,
+            "the file is password-protected.",
+            "Open it in your PDF viewer, save a copy without a password, and upload that copy.",
+        )
+
+
+class CorruptFile(IngestError):
+    def __init__(self, file_name: str, detail: str = "") -> None:
+        super().__init__(
+            file_name,
+            "the file is damaged and could not be read"
+            + (f" ({detail})" if detail else "")
+            + ".",
+            "Try re-downloading or re-exporting it, then upload it again.",
+        )
+
+
+class NoTextLayer(IngestError):
+    def __init__(self, file_name: str) -> None:
+        super().__init__(
+            file_name,
+            "the file contains only scanned images, no selectable text.",
+            "Run it through OCR (e.g. “Save as searchable PDF” in your scanner software) and upload the result.",
+        )
+
+
+class NoText(IngestError):
+    def __init__(self, file_name: str) -> None:
+        super().__init__(file_name, "no readable text was found in the file.", "Check the file opens and contains text.")
+
+
+class EmbeddingModelMismatch(DocChatError):
+    def __init__(self, collection: str, built_with: str, configured: str) -> None:
+        super().__init__(
+            f"The library “{collection}” was built with the embedding model “{built_with}”, but DocChat is "
+            f"configured to use “{configured}”. Set DOCCHAT_EMBEDDING_MODEL back to “{built_with}”, or choose a new "
+            "collection name (DOCCHAT_COLLECTION) / data folder and re-add your documents."
+        )
+
+
+class LibraryBusy(DocChatError):
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            "The document library is in use by another DocChat process (for example the running app). "
+            "Stop that process, use a different --data-dir, or run Qdrant as a server and set QDRANT_URL."
+        )
+        self.path = path
+
+
+class StoreUnavailable(DocChatError):
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"The vector database could not be reached ({detail}). Check QDRANT_URL and that Qdrant is running.")
+
+
+class DocumentNotFound(DocChatError):
+    def __init__(self, doc_id: str) -> None:
+        super().__init__(f"No document with id “{doc_id}” is in your library. Use `list` to see the ids.")
+        self.doc_id = doc_id
+
+
+class LLMError(DocChatError):
+    """Trouble talking to the language model."""
+
+
+class OllamaUnavailable(LLMError):
+    def __init__(self, host: str) -> None:
+        super().__init__(
+            f"Ollama is not reachable at {host}. Start it with `ollama serve` (or open the Ollama app), "
+            "or set OLLAMA_HOST to where it runs."
+        )
+        self.host = host
+
+
+class ModelNotPulled(LLMError):
+    def __init__(self, model: str) -> None:
+        super().__init__(f"The model “{model}” is not installed in Ollama. Run `ollama pull {model}`, or pick another model in Settings.")
+        self.model = model
+
+
+class LLMTimeout(LLMError):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"The model did not answer within {seconds:g} seconds. It may still be loading; try again, "
+            "or raise DOCCHAT_LLM_TIMEOUT."
+        )
+
+
+class StreamInterrupted(LLMError):
+    def __init__(self) -> None:
+        super().__init__("The connection to Ollama dropped while the answer was being written; the answer below is incomplete. Ask again to retry.")
+
+
+class LimitReached(DocChatError):
+    """A demo limit (size, count or rate) was hit."""
+
+
+class WikipediaError(DocChatError):
+    """Trouble importing from Wikipedia."""
