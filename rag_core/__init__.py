@@ -1,0 +1,1 @@
+"""DocChat core: loading, chunking, embedding, storing, retrieving and answering. No Streamlit here."""

@@ -1,0 +1,149 @@
+"""Command line: python -m rag_core COMMAND ... (ingest, list, search, delete)."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from .config import Settings, load_settings
+from .errors import DocChatError
+
+
+def _emit(args: argparse.Namespace, payload: dict, human: Callable[[], None]) -> None:
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+    else:
+        human()
+
+
+def _open_library(settings: Settings):
+    from .library import Library
+
+    return Library(settings)
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from .library import expand_paths
+
+    lib = _open_library(settings)
+    try:
+        results = [lib.ingest_path(p) for p in expand_paths(args.paths)]
+    finally:
+        lib.close()
+
+    def human() -> None:
+        for r in results:
+            if r.status == "failed":
+                print(f"failed     {r.path}: {r.error}")
+            else:
+                print(f"{r.status:<10} {r.path}  (id {r.doc_id}, {r.chunks} chunks)")
+
+    _emit(args, {"results": [r.as_json() for r in results]}, human)
+    return 1 if any(r.status == "failed" for r in results) else 0
+
+
+def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    lib = _open_library(settings)
+    try:
+        docs = lib.documents()
+    finally:
+        lib.close()
+    rows = [{"doc_id": d.doc_id, "title": d.title, "kind": d.kind, "pages": d.pages, "chunks": d.chunks,
+             "added_at": d.added_at, "url": d.url, "flags": list(d.flags)} for d in docs]
+
+    def human() -> None:
+        if not rows:
+            print("Your library is empty. Add files with: python -m rag_core ingest FILE...")
+        for r in rows:
+            pages = f"{r['pages']} pages, " if r["pages"] else ""
+            print(f"{r['doc_id']}  {r['title']}  [{r['kind']}, {pages}{r['chunks']} chunks, added {r['added_at']}]")
+
+    _emit(args, {"documents": rows}, human)
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    lib = _open_library(settings)
+    try:
+        hits = lib.search(args.query, k=args.k)
+    finally:
+        lib.close()
+    rows = [{"doc_id": p.chunk.doc_id, "title": p.chunk.source.title, "page": p.chunk.page_start,
+             "section": p.chunk.section, "text": p.chunk.text, "score": round(p.score, 4),
+             "char_start": p.chunk.char_start, "char_end": p.chunk.char_end} for p in hits]
+
+    def human() -> None:
+        if not rows:
+            print("No matching passages.")
+        for i, r in enumerate(rows, 1):
+            where = ", ".join(x for x in (f"p. {r['page']}" if r["page"] else "", r["section"]) if x)
+            print(f"[{i}] {r['title']}{' — ' + where if where else ''}  (score {r['score']})")
+            print("    " + r["text"][:300].replace("\n", " ") + ("…" if len(r["text"]) > 300 else ""))
+
+    _emit(args, {"hits": rows}, human)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
+    lib = _open_library(settings)
+    try:
+        info = lib.delete(args.doc_id)
+    finally:
+        lib.close()
+    _emit(args, {"deleted": info.doc_id, "title": info.title}, lambda: print(f"Deleted “{info.title}” ({info.doc_id})."))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree for every command."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", help="library folder (default: $DOCCHAT_DATA_DIR or ./data)")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    common.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    parser = argparse.ArgumentParser(prog="python -m rag_core", description="DocChat document library")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", parents=[common], help="add files (PDF, DOCX, TXT, MD) or folders")
+    p.add_argument("paths", nargs="+")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("list", parents=[common], help="list documents")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("search", parents=[common], help="find passages")
+    p.add_argument("query")
+    p.add_argument("-k", type=int, default=5)
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("delete", parents=[common], help="delete a document and its chunks")
+    p.add_argument("doc_id")
+    p.set_defaults(func=cmd_delete)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        settings = load_settings()
+        if args.data_dir:
+            settings = settings.with_overrides(data_dir=Path(args.data_dir))
+        return args.func(args, settings)
+    except DocChatError as e:
+        if getattr(args, "json", False):
+            print(json.dumps({"error": str(e)}, ensure_ascii=False))
+        else:
+            print(f"Error: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:  # bad settings
+        print(f"Error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Use cases called by the UI and the CLI: ingest, list, search, delete."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterable
+
+from .chunking import chunk_document
+from .config import Settings
+from .embeddings import Embedder
+from .errors import DocChatError, FileTooLarge, NoText
+from .loaders import load_bytes
+from .models import Document, DocumentInfo, Passage
+from .store import Progress, Store, open_store, stamp
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What happened to one file."""
+
+    path: str
+    status: str  # "added" | "unchanged" | "failed"
+    doc_id: str | None = None
+    chunks: int = 0
+    pages: int | None = None
+    title: str | None = None
+    error: str | None = None
+
+    def as_json(self) -> dict:
+        """The CLI's JSON shape."""
+        return {"path": self.path, "status": self.status, "doc_id": self.doc_id, "chunks": self.chunks,
+                "pages": self.pages, "title": self.title, "error": self.error}
+
+
+class Library:
+    """A user's document library: the embedding model plus the Qdrant store, opened once."""
+
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, store: Store | None = None) -> None:
+        self.settings = settings
+        self.embedder = embedder or Embedder(settings.embedding_model)
+        self.store = store or open_store(settings, self.embedder)
+
+    # -- ingest --------------------------------------------------------------
+    def ingest_document(self, doc: Document, owner: str | None = None, progress: Progress | None = None,
+                        label: str | None = None) -> IngestResult:
+        """Chunk, embed and store an already-loaded Document (idempotent by doc_id)."""
+        name = label or doc.source.file_name
+        existing = self.store.get(doc.doc_id)
+        if existing is not None:
+            return IngestResult(name, "unchanged", doc.doc_id, existing.chunks, existing.pages, existing.title)
+        doc = replace(doc, source=stamp(doc.source))
+        if progress:
+            progress("chunking", 0, 1)
+        chunks = chunk_document(doc, self.embedder, self.settings.chunk_tokens)
+        if not chunks:
+            raise NoText(doc.source.file_name)
+        info = self.store.add_chunks(doc.source, chunks, doc.page_count, owner=owner, progress=progress)
+        return IngestResult(name, "added", info.doc_id, info.chunks, info.pages, info.title)
+
+    def ingest_bytes(self, data: bytes, file_name: str, owner: str | None = None,
+                     progress: Progress | None = None, label: str | None = None) -> IngestResult:
+        """Add one uploaded file; never raises for bad input, the result says what happened."""
+        label = label or file_name
+        try:
+            if progress:
+                progress("reading", 0, 1)
+            doc = load_bytes(data, file_name, self.settings)
+            return self.ingest_document(doc, owner, progress, label)
+        except DocChatError as e:
+            log.info("Could not add %s: %s", file_name, e)
+            return IngestResult(label, "failed", error=str(e))
+        except Exception:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
+            log.exception("Unexpected failure while adding %s", file_name)
+            return IngestResult(label, "failed", error=(
+                f"“{file_name}”: something unexpected went wrong while reading this file; your library was not "
+                "changed. Try again, and if it keeps failing, convert the file to PDF and upload that."))
+
+    def ingest_path(self, path: Path, owner: str | None = None, progress: Progress | None = None) -> IngestResult:
+        """Add one file from disk (size checked before reading)."""
+        try:
+            size = path.stat().st_size
+        except OSError as e:
+            return IngestResult(str(path), "failed", error=f"“{path.name}”: the file could not be opened ({e.strerror}).")
+        if size > self.settings.max_upload_bytes:
+            return IngestResult(str(path), "failed", error=str(FileTooLarge(path.name, self.settings.max_upload_mb)))
+        return self.ingest_bytes(path.read_bytes(), path.name, owner, progress, label=str(path))
+
+    # -- read / delete -------------------------------------------------------
+    def documents(self, owners: Iterable[str | None] | None = None) -> list[DocumentInfo]:
+        """The library listing, newest first."""
+        return self.store.list_documents(owners)
+
+    def search(self, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
+               owners: Iterable[str | None] | None = None) -> list[Passage]:
+        """Top-k passages for a query."""
+        return self.store.search(query, k, doc_ids, owners)
+
+    def delete(self, doc_id: str, owners: Iterable[str | None] | None = None) -> DocumentInfo:
+        """Delete a document and its chunks."""
+        return self.store.delete(doc_id, owners)
+
+    def close(self) -> None:
+        """Release the store."""
+        self.store.close()
+
+
+def expand_paths(paths: Iterable[str]) -> list[Path]:
+    """Files named on the command line; folders are walked for supported extensions."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in
+                              {".pdf", ".docx", ".txt", ".md", ".markdown"}))
+        else:
+            out.append(p)
+    return out
