@@ -1,0 +1,315 @@
+"""PDF via PyMuPDF: open safely, running header/footer removal, pages joined, headings from the outline.
+
+Page layout (rows, columns, reading order, paragraphs, font-size headings) lives in _pdf_layout.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+import unicodedata
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+import pymupdf
+
+from rag_core.errors import CorruptFile, EncryptedFile, NoText, NoTextLayer
+
+from ._common import Extracted, HeadingStack, build_sections, clean_text, collapse_ws, file_stem
+from ._pdf_layout import (
+    LETTER_RE,
+    RTL_RE,
+    Block,
+    Line,
+    Page,
+    Row,
+    body_font_size,
+    build_rows,
+    clean_line,
+    font_heading_levels,
+    page_paragraphs,
+    split_columns,
+)
+
+log = logging.getLogger(__name__)
+
+# Clip to the media box; no TEXT_PRESERVE_LIGATURES ("ﬁ" -> "fi"); no TEXT_CID_FOR_UNKNOWN_UNICODE
+# (unmappable glyphs become U+FFFD instead of random code points); no images (faster).
+_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP
+_MUPDF_LOCK = threading.Lock()
+_BOLD = pymupdf.TEXT_FONT_BOLD
+_MONO = pymupdf.TEXT_FONT_MONOSPACED
+_MONO_FONT_RE = re.compile(r"mono|courier|consol|typewriter|cmtt|nimbusmon|menlo|inconsolata", re.I)
+_MAX_RUNNING_ROWS = 2  # header/footer lines peeled from each page edge
+_PAGE_WORDS = {"page", "seite", "p", "pg", "página", "pagina", "side", "sida", "strona"}
+_NUMBERING_RE = re.compile(
+    r"(?:chapter|kapitel|chapitre|section|abschnitt|part|teil|appendix|anhang)?[0-9ivxlcdm]*"
+)
+_MEANINGLESS_TITLES = {"untitled", "untitled document", "title", "document", "none", "null", "unknown", "slide 1"}
+_TITLE_JUNK_RE = re.compile(
+    r"^(?:microsoft (?:word|powerpoint|excel) - )|\.(?:docx?|pdf|tex|dvi|rtf|odt|pptx?|indd|txt|html?)$", re.I
+)
+
+
+@dataclass
+class _Para:
+    page: int
+    start: int
+    text: str
+    key: str
+
+
+def load_pdf(data: bytes, file_name: str) -> Extracted:
+    """Extract a PDF: text in reading order, pages joined by blank lines, sections from outline or fonts."""
+    # PyMuPDF is not thread-safe (one global MuPDF context), and Streamlit serves sessions on threads.
+    with _MUPDF_LOCK:
+        # MuPDF reports repairs and syntax problems on stderr; collect them into the log instead.
+        pymupdf.TOOLS.mupdf_display_errors(False)
+        pymupdf.TOOLS.mupdf_display_warnings(False)
+        pymupdf.TOOLS.reset_mupdf_warnings()
+        try:
+            return _load_locked(data, file_name)
+        finally:
+            warnings = pymupdf.TOOLS.mupdf_warnings(reset=True)
+            if warnings:
+                log.debug("%s: MuPDF messages: %s", file_name, warnings.replace("\n", "; "))
+
+
+def _load_locked(data: bytes, file_name: str) -> Extracted:
+    try:
+        doc = pymupdf.open(stream=data, filetype="pdf")
+    except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as e:
+        raise CorruptFile(file_name, "it could not be opened as a PDF") from e
+    try:
+        if doc.needs_pass:
+            raise EncryptedFile(file_name)
+        if doc.page_count == 0:
+            raise CorruptFile(file_name, "the PDF has no pages")
+        if doc.is_repaired:
+            log.info("%s: damaged PDF structure was repaired while opening", file_name)
+        return _extract(doc, file_name)
+    finally:
+        doc.close()
+
+
+def _extract(doc: pymupdf.Document, file_name: str) -> Extracted:
+    pages = [_read_page(doc, i, file_name) for i in range(doc.page_count)]
+    _remove_running_lines(pages)
+    body_size = body_font_size(pages)
+    heading_levels = font_heading_levels(pages, body_size)
+
+    parts: list[str] = []
+    length = 0
+    page_starts: list[int] = []
+    paras: list[_Para] = []
+    font_heads: list[tuple[int, int, str]] = []  # (offset, level, label)
+    for page in pages:
+        page_texts = page_paragraphs(page, body_size, heading_levels)
+        if page_texts and parts:
+            parts.append("\n\n")
+            length += 2
+        page_starts.append(length)
+        for i, (text, level) in enumerate(page_texts):
+            if i:
+                parts.append("\n\n")
+                length += 2
+            paras.append(_Para(page.index, length, text, _match_key(text)))
+            if level is not None:
+                font_heads.append((length, level, text))
+            parts.append(text)
+            length += len(text)
+    text = "".join(parts)
+    if not text.strip():
+        if any(doc[i].get_images() for i in range(doc.page_count)):
+            raise NoTextLayer(file_name)
+        raise NoText(file_name)
+
+    heads = _outline_heads(doc, paras, page_starts, file_name)
+    if not heads:
+        stack = HeadingStack()
+        heads = [(offset, stack.push(level, label)) for offset, level, label in font_heads]
+    title = _meaningful_title((doc.metadata or {}).get("title") or "") or file_stem(file_name)
+    return Extracted(text, build_sections(text, heads), title, doc.page_count, tuple(page_starts))
+
+
+# ---------------------------------------------------------------- reading a page
+
+
+def _read_page(doc: pymupdf.Document, index: int, file_name: str) -> Page:
+    page = Page(index)
+    try:
+        raw = doc[index].get_text("dict", flags=_FLAGS)
+    except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as e:
+        log.warning("%s: page %d could not be read and is skipped (%s)", file_name, index + 1, e)
+        return page
+    rtl_chars = letters = 0
+    for block in raw.get("blocks", ()):
+        if block.get("type") != 0:
+            continue
+        lines: list[Line] = []
+        for line in block.get("lines", ()):
+            spans = [s for s in line.get("spans", ()) if s.get("text")]
+            text = "".join(s["text"] for s in spans)
+            if not text.strip():
+                continue
+            dx, dy = line.get("dir", (1.0, 0.0))
+            if abs(dy) > 0.2 or dx < 0:  # rotated or vertical text: keep it, outside the layout analysis
+                cleaned = clean_line(text)
+                if cleaned:
+                    page.rotated.append(cleaned)
+                continue
+            weights: Counter[float] = Counter()
+            for s in spans:
+                weights[round(float(s.get("size", 0.0)), 1)] += len(s["text"].strip())
+            visible = [s for s in spans if s["text"].strip()]
+            bold = all(int(s.get("flags", 0)) & _BOLD for s in visible)
+            mono = all(
+                int(s.get("flags", 0)) & _MONO or _MONO_FONT_RE.search(str(s.get("font", ""))) for s in visible
+            )
+            x0, y0, x1, y1 = line["bbox"]
+            lines.append(Line(x0, y0, x1, y1, text, weights.most_common(1)[0][0], bold, mono))
+            if RTL_RE.search(text):
+                rtl_chars += len(RTL_RE.findall(text))
+                letters += len(LETTER_RE.findall(text))
+            else:
+                letters += len(text)  # upper bound is enough: only the RTL share matters
+        for column in split_columns(lines):
+            rows = build_rows(column)
+            if rows:
+                page.blocks.append(Block(rows))
+    page.rtl = letters > 0 and rtl_chars > letters / 2
+    return page
+
+
+# ---------------------------------------------------------------- running headers and footers
+
+
+def _remove_running_lines(pages: list[Page]) -> None:
+    """Mark rows repeated at the top or bottom of >= 50% of the pages (min 3), incl. page numbers.
+
+    Rows are peeled from the page edge inwards: the outermost row first, then (only on pages where
+    that one was a running line) the next one, so a two-line header goes but body text stays.
+    """
+    if len(pages) < 3:
+        return
+    threshold = max(3, math.ceil(0.5 * len(pages)))
+    for zone in ("top", "bottom"):
+        edge_rows: dict[int, list[Row]] = {}
+        for page in pages:
+            rows = [r for b in page.blocks for r in b.rows]
+            rows.sort(key=(lambda r: r.y0) if zone == "top" else (lambda r: -r.y1))
+            edge_rows[page.index] = rows[:_MAX_RUNNING_ROWS]
+        active = set(edge_rows)
+        for depth in range(_MAX_RUNNING_ROWS):
+            candidates = {
+                i: rows[depth] for i, rows in edge_rows.items()
+                if i in active and depth < len(rows) and len(rows[depth].text) <= 150
+            }
+            removed = _mark_running(candidates, threshold)
+            log.debug("running %s lines (depth %d): removed on %d pages", zone, depth, len(removed))
+            active = removed
+            if not active:
+                break
+
+
+def _mark_running(candidates: dict[int, Row], threshold: int) -> set[int]:
+    """Mark candidate rows whose text (digits ignored) or page number repeats; return their pages."""
+    key_pages: dict[str, set[int]] = defaultdict(set)
+    offset_pages: dict[int, set[int]] = defaultdict(set)
+    for index, row in candidates.items():
+        key_pages[_running_key(row.text)].add(index)
+        for number in _edge_numbers(row.text):
+            offset_pages[number - index].add(index)
+    repeated = {k for k, found in key_pages.items() if len(found) >= threshold}
+    offsets = {o for o, found in offset_pages.items() if len(found) >= threshold}
+    removed: set[int] = set()
+    for index, row in candidates.items():
+        numbered = len(row.text) <= 100 and any(n - index in offsets for n in _edge_numbers(row.text))
+        if numbered or _running_key(row.text) in repeated:
+            row.removed = True
+            removed.add(index)
+    return removed
+
+
+def _running_key(text: str) -> str:
+    return collapse_ws(re.sub(r"\d+", "#", text.casefold()))
+
+
+def _edge_numbers(text: str) -> set[int]:
+    """Integers at the very start or end of a row ("12", "- 12 -", "Page 12", "12 / 40")."""
+    tokens = text.split()
+    if not tokens:
+        return set()
+    picks = [tokens[0], tokens[-1]]
+    if len(tokens) >= 2 and tokens[0].casefold().rstrip(":.") in _PAGE_WORDS:
+        picks.append(tokens[1])
+    numbers: set[int] = set()
+    for tok in picks:
+        tok = tok.strip("-–—()[]|·•").split("/")[0]
+        if tok.isascii() and tok.isdigit() and len(tok) <= 5:
+            numbers.add(int(tok))
+    return numbers
+
+
+# ---------------------------------------------------------------- headings from the outline
+
+
+def _match_key(text: str) -> str:
+    """Text reduced to lower-case letters and digits, for comparing outline titles with paragraphs."""
+    return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text).casefold())
+
+
+def _outline_heads(
+    doc: pymupdf.Document, paras: list[_Para], page_starts: list[int], file_name: str
+) -> list[tuple[int, tuple[str, ...]]]:
+    """Headings from the PDF outline, each placed at the paragraph on its page that carries its title."""
+    try:
+        toc = doc.get_toc(simple=True)
+    except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as e:
+        log.info("%s: unreadable outline (%s)", file_name, e)
+        return []
+    by_page: dict[int, list[_Para]] = defaultdict(list)
+    for para in paras:
+        by_page[para.page].append(para)
+    stack = HeadingStack()
+    heads: list[tuple[int, tuple[str, ...]]] = []
+    last = -1
+    for entry in toc:
+        level, title, page_no = int(entry[0]), collapse_ws(clean_text(str(entry[1]))), int(entry[2])
+        key = _match_key(title)
+        if not key or not 1 <= page_no <= len(page_starts):
+            continue
+        hit = next((p for p in by_page[page_no - 1] if p.start > last and _title_matches(p.key, key)), None)
+        if hit is not None:
+            label = collapse_ws(hit.text) if len(hit.text) <= len(title) + 20 else title
+            path = stack.push(level, label)
+            heads.append((hit.start, path))
+            last = hit.start
+        else:
+            path = stack.push(level, title)
+            start = page_starts[page_no - 1]
+            if start > last and by_page[page_no - 1]:
+                heads.append((start, path))
+                last = start
+            log.debug("%s: outline entry %r not found on page %d", file_name, title, page_no)
+    return heads
+
+
+def _title_matches(para_key: str, title_key: str) -> bool:
+    """The paragraph is the heading: same words, or the title behind a number ("1.2 Foo" for "Foo")."""
+    if para_key == title_key:
+        return True
+    if para_key.endswith(title_key):
+        prefix = para_key[: len(para_key) - len(title_key)]
+        return len(prefix) <= 12 and bool(_NUMBERING_RE.fullmatch(prefix))
+    return len(title_key) >= 12 and para_key.startswith(title_key)
+
+
+def _meaningful_title(raw: str) -> str:
+    """The metadata title unless it is empty or boilerplate ("Untitled", "Microsoft Word - x.doc")."""
+    title = collapse_ws(clean_text(raw))
+    title = collapse_ws(_TITLE_JUNK_RE.sub("", title))
+    if len(title) < 2 or title.casefold() in _MEANINGLESS_TITLES or not LETTER_RE.search(title):
+        return ""
+    return title
