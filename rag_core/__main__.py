@@ -121,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("delete", parents=[common], help="delete a document and its chunks")
     p.add_argument("doc_id")
     p.set_defaults(func=cmd_delete)
+    from .cli_wikipedia import register as register_wikipedia; register_wikipedia(sub, common)  # noqa: E702
+    from .cli_answers import register as register_answers; register_answers(sub, common)  # noqa: E702
+    from .cli_eval import register as register_eval; register_eval(sub, common)  # noqa: E702
     return parser
 
 

@@ -48,6 +48,7 @@ class Settings:
     demo_max_files_per_session: int = 10
     demo_max_session_mb: int = 50
     demo_questions_per_minute: int = 10
+    demo_max_file_mb: int = 10  # per uploaded file in demo mode (max_upload_mb still applies everywhere)
 
     def __post_init__(self) -> None:
         if not isinstance(self.data_dir, Path):
@@ -75,6 +76,7 @@ _ENV_MAP: dict[str, tuple[str, type]] = {
     "DOCCHAT_EMBEDDING_MODEL": ("embedding_model", str),
     "DOCCHAT_CHUNK_TOKENS": ("chunk_tokens", int),
     "DOCCHAT_MAX_UPLOAD_MB": ("max_upload_mb", int),
+    "DOCCHAT_MAX_DOCX_UNPACKED_MB": ("max_docx_uncompressed_mb", int),
     "OLLAMA_HOST": ("ollama_host", str),
     "DOCCHAT_OLLAMA_MODEL": ("ollama_model", str),
     "OLLAMA_API_KEY": ("ollama_api_key", str),
@@ -95,6 +97,7 @@ _ENV_MAP: dict[str, tuple[str, type]] = {
     "DOCCHAT_DEMO_MAX_FILES": ("demo_max_files_per_session", int),
     "DOCCHAT_DEMO_MAX_SESSION_MB": ("demo_max_session_mb", int),
     "DOCCHAT_DEMO_QUESTIONS_PER_MINUTE": ("demo_questions_per_minute", int),
+    "DOCCHAT_DEMO_MAX_FILE_MB": ("demo_max_file_mb", int),
 }
 
 

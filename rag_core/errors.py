@@ -142,3 +142,115 @@ class LimitReached(DocChatError):
 
 class WikipediaError(DocChatError):
     """Trouble importing from Wikipedia."""
+
+
+class OllamaRefused(OllamaUnavailable):
+    """The Ollama host answered but refused the request (missing or wrong API key)."""
+
+    def __init__(self, host: str, status: int) -> None:
+        LLMError.__init__(self, f"Ollama at {host} refused the request (HTTP {status}). Check OLLAMA_API_KEY "
+                                "(the key for that server), or point OLLAMA_HOST at your own Ollama.")
+        self.host = host
+        self.status = status
+
+
+class OllamaFailed(LLMError):
+    """Ollama answered with an error we have no better sentence for."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"Ollama reported a problem ({detail[:200]}). Try again; if it keeps happening, restart Ollama.")
+        self.detail = detail
+
+
+class ModelPullFailed(LLMError):
+    def __init__(self, model: str, detail: str) -> None:
+        super().__init__(f"Ollama could not download the model “{model}” ({detail[:200]}). Check the name on "
+                         "ollama.com/library (for example llama3.2:3b) and your internet connection, then try again.")
+        self.model = model
+
+
+# -- Wikipedia (rag_core.wikipedia) -------------------------------------------
+class WikipediaBadLanguage(WikipediaError):
+    def __init__(self, lang: str) -> None:
+        super().__init__(f"“{lang[:40]}” is not a Wikipedia language code. Use a code such as en, de, fr, es or simple "
+                         "(the part before .wikipedia.org).")
+        self.lang = lang
+
+
+class WikipediaBadTitle(WikipediaError):
+    def __init__(self, title: str, reason: str = "") -> None:
+        super().__init__(f"“{title[:120]}” is not a valid Wikipedia article title"
+                         + (f" ({reason})" if reason else "") + ". Check the spelling, or search for the article first.")
+        self.title = title
+
+
+class WikipediaPageMissing(WikipediaError):
+    def __init__(self, title: str, lang: str) -> None:
+        super().__init__(f"There is no article titled “{title}” on {lang}.wikipedia.org. Check the spelling, "
+                         "or search for it first and pick one of the results.")
+        self.title = title
+        self.lang = lang
+
+
+class WikipediaUnreachable(WikipediaError):
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"Wikipedia could not be reached ({detail}). Check your internet connection and the "
+                         "language code, then try again.")
+        self.detail = detail
+
+
+class WikipediaTimeout(WikipediaError):
+    def __init__(self, attempts: int) -> None:
+        super().__init__(f"Wikipedia did not answer in time ({attempts} attempt{'s' if attempts != 1 else ''}). "
+                         "It may be busy or your connection slow; try again in a minute.")
+        self.attempts = attempts
+
+
+class WikipediaRateLimited(WikipediaError):
+    def __init__(self, wait_s: float | None = None) -> None:
+        wait = f" (it asked for a pause of {wait_s:.0f} s)" if wait_s else ""
+        super().__init__(f"Wikipedia is asking DocChat to slow down{wait}. Wait a little and try again.")
+        self.wait_s = wait_s
+
+
+class WikipediaServerError(WikipediaError):
+    def __init__(self, status: int, attempts: int) -> None:
+        super().__init__(f"Wikipedia's servers are having trouble (HTTP {status}, {attempts} attempts). "
+                         "Try again in a few minutes.")
+        self.status = status
+
+
+class WikipediaRequestRejected(WikipediaError):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"Wikipedia refused the request (HTTP {status}). Check the language and title; if it keeps "
+                         "happening, DocChat may need an update.")
+        self.status = status
+
+
+class WikipediaBadResponse(WikipediaError):
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"Wikipedia sent an answer DocChat could not read ({detail}). Try again; nothing was changed.")
+        self.detail = detail
+
+
+class WikipediaAPIError(WikipediaError):
+    def __init__(self, code: str, info: str) -> None:
+        super().__init__(f"Wikipedia's API reported a problem: {info.strip() or code} (code “{code}”). "
+                         "Try again, or change the search words or title.")
+        self.code = code
+        self.info = info
+
+
+# -- hosted demo (rag_core.sessions) --------------------------------------------
+class SampleReadOnly(DocChatError):
+    def __init__(self) -> None:
+        super().__init__("The sample documents are shared by every visitor of the demo, so they can't be removed. "
+                         "You can remove the documents you added yourself.")
+
+
+class DemoTrouble(DocChatError):
+    """An unexpected failure inside the demo; the details go to the server log only."""
+
+    def __init__(self, action: str) -> None:
+        super().__init__(f"Something went wrong on the demo server while {action}. Nothing of yours was lost; "
+                         "please try again in a moment.")

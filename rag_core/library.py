@@ -1,6 +1,7 @@
 """Use cases called by the UI and the CLI: ingest, list, search, delete."""
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,6 +36,11 @@ class IngestResult:
                 "pages": self.pages, "title": self.title, "error": self.error}
 
 
+def scoped_doc_id(doc_id: str, owner: str) -> str:
+    """The id of a document inside one owner's private library."""
+    return hashlib.sha256(f"{doc_id}:{owner}".encode()).hexdigest()[:16]
+
+
 class Library:
     """A user's document library: the embedding model plus the Qdrant store, opened once."""
 
@@ -48,6 +54,9 @@ class Library:
                         label: str | None = None) -> IngestResult:
         """Chunk, embed and store an already-loaded Document (idempotent by doc_id)."""
         name = label or doc.source.file_name
+        if owner is not None:
+            # Private libraries (hosted demo): the same file uploaded by two sessions is two documents.
+            doc = replace(doc, doc_id=scoped_doc_id(doc.doc_id, owner))
         existing = self.store.get(doc.doc_id)
         if existing is not None:
             return IngestResult(name, "unchanged", doc.doc_id, existing.chunks, existing.pages, existing.title)

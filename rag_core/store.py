@@ -261,16 +261,18 @@ class Store:
 
     def embed_chunks(self, chunks: list[Chunk], progress: Progress | None = None) -> tuple:
         """Dense and lexical vectors for chunks (outside the store lock: the slow part)."""
-        texts = [c.text for c in chunks]
-        dense_parts = []
-        step = 64
-        for i in range(0, len(texts), step):
-            dense_parts.append(self.embedder.encode(texts[i:i + step]))
-            if progress:
-                progress("embedding", min(i + step, len(texts)), len(texts))
         import numpy as np
 
-        dense = np.concatenate(dense_parts) if dense_parts else np.zeros((0, self.embedder.dim), dtype=np.float32)
+        texts = [c.text for c in chunks]
+        dense = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
+        # Length-sorted groups pad as little as one big encode() call would, yet still report progress.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+        step = 128
+        for start in range(0, len(order), step):
+            idx = order[start:start + step]
+            dense[idx] = self.embedder.encode([texts[i] for i in idx])
+            if progress:
+                progress("embedding", min(start + step, len(texts)), len(texts))
         return dense, self.lexical.embed_documents(texts)
 
     def set_flags(self, doc_id: str, flags: list[str]) -> None:
@@ -321,6 +323,20 @@ class Store:
         out = [Passage(chunk_from_payload(p.payload), float(p.score)) for p in res.points
                if p.payload[METADATA_KEY]["doc_id"] in complete]
         return out[:limit]
+
+    def candidates(self, dense: list[float], sparse: models.SparseVector, limit: int,
+                   doc_ids: Iterable[str] | None = None,
+                   owners: Iterable[str | None] | None = None) -> tuple[list[Passage], list[Passage]]:
+        """Dense and lexical top-`limit` lists in one batched request (for client-side score fusion)."""
+        flt = _doc_filter(doc_ids, owners)
+        complete = self.complete_ids()
+        want = limit + 4
+        with self._lock:
+            res = self.client.query_batch_points(self.collection, requests=[
+                models.QueryRequest(query=dense, using=DENSE, limit=want, filter=flt, with_payload=True),
+                models.QueryRequest(query=sparse, using=LEXICAL, limit=want, filter=flt, with_payload=True)])
+        return tuple([Passage(chunk_from_payload(p.payload), float(p.score)) for p in r.points
+                      if p.payload[METADATA_KEY]["doc_id"] in complete][:limit] for r in res)
 
     def search(self, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
                owners: Iterable[str | None] | None = None) -> list[Passage]:

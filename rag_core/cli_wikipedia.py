@@ -1,0 +1,125 @@
+"""CLI commands for Wikipedia: wiki (import), wiki-search, wiki-refresh. Registered by rag_core.__main__."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Callable
+
+from .config import Settings
+from .wikipedia import LICENSE, RefreshItem, import_article, refresh, search
+
+EXIT_FAILED = 1
+EXIT_CHOOSE = 3  # a disambiguation page: nothing imported, the user has to pick a title
+
+
+def _emit(args: argparse.Namespace, payload: dict, human: Callable[[], None]) -> None:
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+    else:
+        human()
+
+
+def _open_library(settings: Settings):
+    from .library import Library
+
+    return Library(settings)
+
+
+def cmd_wiki(args: argparse.Namespace, settings: Settings) -> int:
+    """Import one article."""
+    title = " ".join(args.title)
+    lib = _open_library(settings)
+    try:
+        r = import_article(lib, settings, title, lang=args.lang)
+    finally:
+        lib.close()
+
+    def human() -> None:
+        if r.status == "failed":
+            print(f"failed     {r.title}: {r.error}")
+            return
+        if r.redirected_from:
+            print(f"“{r.redirected_from}” redirected to “{r.title}”.")
+        if r.status == "disambiguation":
+            print(f"“{r.title}” is a disambiguation page ({r.url}). Pick one of these and run the command again:")
+            for c in r.candidates:
+                print(f"  {c}")
+            if r.candidates:
+                print(f"Example: python -m rag_core wiki \"{r.candidates[0]}\" --lang {r.lang}")
+            return
+        note = "  — already in your library" if r.status == "unchanged" else ""
+        print(f"{r.status:<10} {r.title}  (id {r.doc_id}, {r.chunks} chunks, revision {r.revision_id}){note}")
+        print(f"           {r.url}  ·  {LICENSE}")
+        for old in r.replaced:
+            print(f"           replaced the older revision {old}")
+
+    _emit(args, r.as_json(), human)
+    return {"failed": EXIT_FAILED, "disambiguation": EXIT_CHOOSE}.get(r.status, 0)
+
+
+def cmd_wiki_search(args: argparse.Namespace, settings: Settings) -> int:
+    """Search a language edition (no library needed, so it also works while the app runs)."""
+    words = " ".join(args.words)
+    hits = search(settings, words, lang=args.lang, limit=args.limit)
+
+    def human() -> None:
+        if not hits:
+            print(f"No Wikipedia articles match “{words}” on {args.lang}.wikipedia.org.")
+        for i, h in enumerate(hits, 1):
+            print(f"{i}. {h.title}")
+            if h.snippet:
+                print(f"   {h.snippet}")
+            print(f"   {h.url}")
+
+    _emit(args, {"lang": args.lang, "query": words, "hits": [h.as_json() for h in hits]}, human)
+    return 0
+
+
+def _item_line(i: RefreshItem) -> str:
+    rev = f"revision {i.revision_id}" + (f" → {i.new_revision_id}" if i.new_revision_id else "")
+    extra = f"  (new id {i.new_doc_id})" if i.new_doc_id else ""
+    msg = f"  — {i.message}" if i.message and not i.message.startswith("revision ") else ""
+    return f"  {i.title}  [{i.lang}, {rev}, id {i.doc_id}]{extra}{msg}"
+
+
+def cmd_wiki_refresh(args: argparse.Namespace, settings: Settings) -> int:
+    """Check every imported article for a newer revision."""
+    lib = _open_library(settings)
+    try:
+        report = refresh(lib, settings, dry_run=args.dry_run)
+    finally:
+        lib.close()
+
+    def human() -> None:
+        if report.total == 0:
+            print("No Wikipedia articles in your library. Import one with: python -m rag_core wiki TITLE")
+            return
+        dry = " (dry run: nothing was changed)" if report.dry_run else ""
+        print(f"Checked {report.total} Wikipedia article{'s' if report.total != 1 else ''}{dry}.")
+        for name, items in (("unchanged", report.unchanged), ("changed", report.changed),
+                            ("removed upstream", report.removed_upstream), ("failed", report.failed)):
+            print(f"{name} ({len(items)})")
+            for i in items:
+                print(_item_line(i))
+
+    _emit(args, report.as_json(), human)
+    return EXIT_FAILED if report.failed else 0
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add the Wikipedia subcommands to the main parser."""
+    p = sub.add_parser("wiki", parents=[common], help="import a Wikipedia article by title (or URL)")
+    p.add_argument("title", nargs="+", help="article title, e.g. \"Douglas Adams\", or its wikipedia.org URL")
+    p.add_argument("--lang", default="en", help="language edition, e.g. en, de, fr, simple (default: en)")
+    p.set_defaults(func=cmd_wiki)
+
+    p = sub.add_parser("wiki-search", parents=[common], help="search Wikipedia articles")
+    p.add_argument("words", nargs="+")
+    p.add_argument("--lang", default="en", help="language edition (default: en)")
+    p.add_argument("--limit", type=int, default=10, help="number of results, 1-50 (default: 10)")
+    p.set_defaults(func=cmd_wiki_search)
+
+    p = sub.add_parser("wiki-refresh", parents=[common],
+                       help="check imported Wikipedia articles for newer revisions and update them")
+    p.add_argument("--dry-run", action="store_true", help="only report what would change; write nothing")
+    p.set_defaults(func=cmd_wiki_refresh)
