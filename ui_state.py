@@ -1,26 +1,152 @@
-"""Process-wide resources for the Streamlit pages: settings and the library, created once."""
+"""Process-wide resources and per-session state for the Streamlit pages: settings, the library, the ingest queue.
+
+Streamlit-specific glue only; everything else lives in rag_core.
+"""
 from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
 from rag_core.config import Settings, load_settings
-from rag_core.library import Library
+
+if TYPE_CHECKING:  # imported lazily: loading them takes seconds, and the page paints first
+    from rag_core.embeddings import Embedder
+    from rag_core.jobs import IngestQueue
+    from rag_core.library import Library
+
+log = logging.getLogger(__name__)
+
+# Session-state keys shared by the pages.
+TURNS = "chat_turns"  # list[dict]: {"id", "role", "text", "answer": Answer | None, "error": str | None}
+OVERRIDES = "settings_overrides"  # dict of Settings fields changed on the Settings page (this session only)
+PREFS = "prefs"  # dict of UI choices: "use_llm", "scope_default"
+UPLOAD_JOBS = "upload_jobs"  # list of IngestQueue job ids submitted by this session
+
+DEFAULT_PREFS: dict[str, Any] = {"use_llm": True, "scope_default": "all"}
+OVERRIDABLE = ("ollama_host", "ollama_model", "top_k")
 
 
-@st.cache_resource(show_spinner="Loading the document library…")
-def _library(settings: Settings) -> Library:
-    return Library(settings)
+def _secrets() -> dict | None:
+    try:
+        return dict(st.secrets) if st.secrets else None
+    except FileNotFoundError:  # no secrets.toml: the normal local case
+        return None
+    except Exception as e:  # noqa: BLE001 - a malformed secrets.toml must not stop the app; env settings still apply
+        log.warning("Ignoring unreadable Streamlit secrets: %s", type(e).__name__)
+        return None
+
+
+def base_settings() -> Settings:
+    """Settings from the environment (and st.secrets when present), without this session's changes."""
+    return load_settings(secrets=_secrets())
 
 
 def get_settings() -> Settings:
-    """Settings from the environment (and st.secrets when present)."""
-    try:
-        secrets = dict(st.secrets) if st.secrets else None
-    except Exception:  # noqa: BLE001 - no secrets.toml is the normal local case
-        secrets = None
-    return load_settings(secrets=secrets)
+    """Settings for this session: the base settings plus what the person changed on the Settings page."""
+    overrides = {k: v for k, v in st.session_state.get(OVERRIDES, {}).items() if k in OVERRIDABLE}
+    return base_settings().with_overrides(**overrides)
 
 
-def get_library() -> Library:
-    """The shared Library for this server process."""
-    return _library(get_settings())
+def set_override(name: str, value: Any) -> None:
+    """Change one setting for this session (None restores the default)."""
+    if name not in OVERRIDABLE:
+        raise KeyError(name)
+    overrides = dict(st.session_state.get(OVERRIDES, {}))
+    if value is None:
+        overrides.pop(name, None)
+    else:
+        overrides[name] = value
+    st.session_state[OVERRIDES] = overrides
+
+
+def prefs() -> dict[str, Any]:
+    """This session's UI choices (answer with the LLM, default scope)."""
+    return {**DEFAULT_PREFS, **st.session_state.get(PREFS, {})}
+
+
+def set_pref(name: str, value: Any) -> None:
+    """Remember one UI choice for this session."""
+    st.session_state[PREFS] = {**st.session_state.get(PREFS, {}), name: value}
+
+
+@st.cache_resource(show_spinner="Loading the language understanding model…")
+def _embedder(model_name: str) -> "Embedder":
+    from rag_core.embeddings import Embedder
+
+    return Embedder(model_name)
+
+
+def _store_key(settings: Settings) -> tuple:
+    """What identifies a library: where it is stored and how it is embedded (not the LLM or UI settings)."""
+    return (str(settings.data_dir.resolve()), settings.qdrant_url, settings.collection, settings.embedding_model)
+
+
+@st.cache_resource(show_spinner="Opening your document library…")
+def _library(key: tuple, _settings: Settings) -> "Library":
+    from rag_core.library import Library
+
+    return Library(_settings, embedder=_embedder(_settings.embedding_model))
+
+
+@st.cache_resource(show_spinner=False)
+def _queue(key: tuple, _settings: Settings) -> "IngestQueue":
+    from rag_core.jobs import IngestQueue
+
+    return IngestQueue(_library(key, _settings))
+
+
+def get_library() -> "Library":
+    """The shared Library for this server process (one per storage location, whatever the session changes)."""
+    settings = base_settings()
+    return _library(_store_key(settings), settings)
+
+
+def get_queue() -> "IngestQueue":
+    """The process-wide background ingest queue bound to the library."""
+    settings = base_settings()
+    return _queue(_store_key(settings), settings)
+
+
+def owner() -> str | None:
+    """Who new documents belong to: None in local mode (one shared library)."""
+    return None
+
+
+def visible_owners() -> list[str | None] | None:
+    """Whose documents this session may see and search: None (everything) in local mode."""
+    return None
+
+
+# -- entry through app.py ------------------------------------------------------------
+# Streamlit treats a folder named pages/ next to the entry script as an old-style (v1) multipage app until
+# the first st.navigation call in the process. If the very first visitor opens e.g. /library, that page script
+# runs on its own, without app.py (no page config, old-style navigation). Each page checks that app.py ran
+# first in this run and otherwise switches Streamlit to st.navigation mode and reruns through app.py.
+_entry = threading.local()
+
+
+def mark_app_entry() -> None:
+    """Called by app.py at the start of every run."""
+    _entry.via_app = True
+
+
+def require_app_entry() -> None:
+    """Called at the top of each page script: rerun through app.py if the page was started on its own.
+
+    Only a session's first run is redirected (it has no widget events to lose); later runs never start
+    without app.py in a real server, since Streamlit leaves pages/ folder mode for good after one rerun.
+    """
+    if getattr(_entry, "via_app", False):
+        _entry.via_app = False
+        st.session_state["_entered_via_app"] = True
+        return
+    if st.session_state.get("_entered_via_app"):
+        return
+    from streamlit.runtime.pages_manager import PagesManager
+
+    log.info("A page was started without app.py (Streamlit's pages/ folder mode); rerunning through app.py")
+    PagesManager.uses_pages_directory = False
+    st.rerun()

@@ -1,15 +1,180 @@
-"""Library page: the documents in your library."""
+"""Library page: add files (drag and drop), follow their progress, browse, search and delete documents."""
+from __future__ import annotations
+
 import streamlit as st
 
-from ui_state import get_library
+import ui_state
+from rag_core import render
+from rag_core.jobs import JobView
+from rag_core.models import DocumentInfo
+from rag_core.originals import delete_original
+from ui_sources import show_message
+from ui_wikipedia import wiki_job_result, wikipedia_box
 
-st.title("Your library")
-library = get_library()
-docs = library.documents()
+FILE_TYPES = ["pdf", "docx", "txt", "md", "markdown"]
+STAGE_TEXT = {
+    "": "Waiting for its turn…",
+    "reading": "Reading the file…",
+    "chunking": "Splitting it into passages…",
+    "embedding": "Learning what each passage is about…",
+    "saving": "Saving to your library…",
+    "downloading": "Downloading the article…",
+    "checking": "Asking Wikipedia for the latest revisions…",
+}
+RUNNING_LABEL = {"file": "Adding **{}**", "wikipedia": "Importing **{}**", "refresh": "Checking **{}** for updates"}
+LIST_LIMIT = 100
+
+ui_state.require_app_entry()
+st.title("Your library")  # painted before the slow parts below (model and library load)
+st.caption("DocChat answers from the documents you add here. Files are read on this computer and stay in your library.")
+settings = ui_state.get_settings()
+library = ui_state.get_library()
+queue = ui_state.get_queue()
+owner = ui_state.owner()
+
+
+# -- adding files -----------------------------------------------------------------
+def _remember(job_id: str) -> None:
+    st.session_state[ui_state.UPLOAD_JOBS] = st.session_state.get(ui_state.UPLOAD_JOBS, []) + [job_id]
+
+
+def _submit(files) -> None:
+    for f in files:
+        _remember(queue.submit_bytes(f.getvalue(), f.name, owner=owner))
+    st.session_state["uploader_gen"] = st.session_state.get("uploader_gen", 0) + 1
+
+
+def _plural(n: int | None, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _job_box(job: JobView) -> None:
+    name = render.escape_markdown(job.label)
+    if job.state != "done":
+        with st.status(RUNNING_LABEL.get(job.kind, RUNNING_LABEL["file"]).format(name), state="running",
+                       expanded=True):
+            st.progress(job.fraction, text=STAGE_TEXT.get(job.stage, STAGE_TEXT[""]) if job.state == "running"
+                        else STAGE_TEXT[""])
+        return
+    r = job.result
+    if r is None:
+        return
+    if job.kind in ("wikipedia", "refresh"):
+        wiki_job_result(job, queue, library, settings, owner, _remember)
+        return
+    if r.status == "added":
+        pages = f"{_plural(r.pages, 'page')}, " if r.pages else ""
+        with st.status(f"Added **{name}** — {pages}{_plural(r.chunks, 'passage')}", state="complete"):
+            st.write("You can now ask questions about it on the Chat page.")
+    elif r.status == "unchanged":
+        with st.status(f"**{name}** is already in your library", state="complete"):
+            st.write("Nothing was changed.")
+    else:
+        with st.status(f"Could not add **{name}**", state="error", expanded=True):
+            show_message(r.error or "The file could not be added.", "error")
+
+
+def _jobs_area(job_ids: list[str]) -> None:
+    jobs = queue.jobs(job_ids)
+    for job in jobs:
+        _job_box(job)
+    if jobs and all(j.state == "done" for j in jobs):
+        if st.button("Clear these messages", icon=":material/close:", type="tertiary"):
+            queue.forget(job_ids)
+            st.session_state[ui_state.UPLOAD_JOBS] = []
+            st.rerun()
+
+
+@st.fragment(run_every=0.5)
+def _live_jobs(job_ids: list[str]) -> None:
+    """Redraws itself twice a second while files are being added; a full rerun refreshes the list at the end."""
+    _jobs_area(job_ids)
+    if all(j.state == "done" for j in queue.jobs(job_ids)):
+        st.rerun()
+
+
+files = st.file_uploader(
+    "Add documents: drag files onto this box, or click Upload",
+    type=FILE_TYPES,
+    accept_multiple_files=True,
+    key=f"uploader_{st.session_state.get('uploader_gen', 0)}",
+    max_upload_size=settings.max_upload_mb,
+    help=f"PDF, Word (.docx), text or Markdown files, up to {settings.max_upload_mb} MB each.",
+)
+if files:
+    _submit(files)
+    st.rerun()
+
+docs = library.documents(ui_state.visible_owners())
+wikipedia_box(queue, library, settings, owner, ui_state.visible_owners(), _remember,
+              has_articles=any(d.kind == "wikipedia" for d in docs))
+
+my_jobs = st.session_state.get(ui_state.UPLOAD_JOBS, [])
+if my_jobs:
+    if any(j.state != "done" for j in queue.jobs(my_jobs)):
+        _live_jobs(my_jobs)
+    else:
+        _jobs_area(my_jobs)
+
+
+# -- the document list --------------------------------------------------------------
+def _delete(doc: DocumentInfo) -> None:
+    library.delete(doc.doc_id, ui_state.visible_owners())
+    delete_original(settings, doc.doc_id)
+    st.session_state.pop("confirm_delete", None)
+    st.session_state["deleted_title"] = doc.title
+
+
+def _doc_row(doc: DocumentInfo) -> None:
+    with st.container(border=True):
+        main, action = st.columns([9, 1], vertical_alignment="center")
+        with main:
+            title = f"**{render.escape_markdown(doc.title or doc.file_name or 'Untitled')}**"
+            url = render.safe_wikipedia_url(doc.url) if doc.kind == "wikipedia" else None
+            if url:
+                title += " · " + render.link_markdown("Wikipedia", url) + " :material/open_in_new:"
+            st.markdown(title)
+            bits = [render.kind_label(doc.kind)]
+            if doc.pages:
+                bits.append(_plural(doc.pages, "page"))
+            bits.append(_plural(doc.chunks, "passage"))
+            added = render.date_label(doc.added_at)
+            if added:
+                bits.append(f"added {added}")
+            if doc.kind == "wikipedia" and doc.revision_id:
+                bits.append(f"revision {doc.revision_id} · CC BY-SA 4.0")
+            if "removed upstream" in doc.flags:
+                bits.append("no longer on Wikipedia")
+            st.caption(render.escape_markdown(" · ".join(bits)))
+        with action:
+            if st.button("Delete", key=f"del_{doc.doc_id}", icon=":material/delete:", type="tertiary",
+                         help="Remove this document from your library"):
+                st.session_state["confirm_delete"] = doc.doc_id
+        if st.session_state.get("confirm_delete") == doc.doc_id:
+            st.warning(f"Delete **{render.escape_markdown(doc.title)}** from your library? "
+                       "You can add it again later.", icon=":material/delete:")
+            yes, no, _ = st.columns([2, 2, 6])
+            yes.button("Yes, delete it", key=f"yes_{doc.doc_id}", type="primary", on_click=_delete, args=(doc,))
+            if no.button("Cancel", key=f"no_{doc.doc_id}"):
+                st.session_state.pop("confirm_delete", None)
+                st.rerun()
+
+
+if "deleted_title" in st.session_state:
+    st.toast(f"Deleted “{render.escape_markdown(st.session_state.pop('deleted_title'))}”.", icon=":material/delete:")
+
+st.subheader(f"In your library ({len(docs)})" if docs else "In your library")
 if not docs:
-    st.info("Your library is empty. Add files with `python -m rag_core ingest FILE...`.")
+    st.info("Your library is empty. Drop PDF, Word, text or Markdown files in the box above to get started.",
+            icon=":material/upload_file:")
 else:
-    st.dataframe(
-        [{"Title": d.title, "Kind": d.kind, "Pages": d.pages, "Chunks": d.chunks, "Added": d.added_at} for d in docs],
-        hide_index=True,
-    )
+    wanted = (st.text_input("Search titles", placeholder="Search by title", key="title_filter", type="search",
+                            live=True, label_visibility="collapsed", icon=":material/search:") or "").strip().casefold()
+    shown = [d for d in docs if not wanted or wanted in (d.title or "").casefold()
+             or wanted in (d.file_name or "").casefold()]
+    if not shown:
+        st.caption("No title matches your search.")
+    for doc in shown[:LIST_LIMIT]:
+        _doc_row(doc)
+    if len(shown) > LIST_LIMIT:
+        st.caption(f"Showing the newest {LIST_LIMIT} of {len(shown)}. Search by title to find the others.")

@@ -118,6 +118,22 @@ class Citation:
     status: str = "cited"  # "cited" | "verified" | "unsupported" | "matched"
     evidence_start: int | None = None  # span inside passage text
     evidence_end: int | None = None
+    # Set by rag_core.evidence: how well the evidence span backs the sentence (0..1), and the spans of
+    # Answer.text this citation backs ("verified"/"matched") or was written after ("unsupported").
+    support: float | None = None
+    answer_spans: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class SentenceCheck:
+    """How one sentence of an answer is backed by the passages (set by rag_core.evidence)."""
+
+    start: int  # span inside Answer.text, citation markers included
+    end: int
+    status: str  # "verified" | "matched" | "unsupported" | "no_claim"
+    cited: tuple[int, ...] = ()  # the [n] the model wrote for it
+    supported_by: tuple[int, ...] = ()  # the n whose passage holds its evidence (a cited one, or a match)
+    support: float = 0.0  # score of the best evidence span found (0..1)
 
 
 @dataclass(frozen=True)
@@ -134,3 +150,6 @@ class Answer:
     question: str = ""
     standalone_question: str = ""
     extra: dict = field(default_factory=dict, compare=False)
+    relevance: float | None = None  # dense cosine of the best passage in scope (the honesty check)
+    context_passages: int = 0  # passages[:context_passages] were numbered [1..] for the model
+    sentences: tuple[SentenceCheck, ...] = ()  # per-sentence evidence, filled by rag_core.evidence.verify_answer

@@ -1,0 +1,126 @@
+"""Settings page: the language model (Ollama) and how answers are found. Changes last for this browser session."""
+from __future__ import annotations
+
+import streamlit as st
+
+import ui_state
+from rag_core import render
+from rag_core.errors import DocChatError
+from rag_core.llm import ollama_status, pull_model
+from ui_sources import show_message
+
+ui_state.require_app_entry()
+st.title("Settings")
+settings = ui_state.get_settings()
+base = ui_state.base_settings()
+prefs = ui_state.prefs()
+demo = settings.mode == "demo"
+
+st.caption("Changes here last until you close this browser tab.")
+
+# -- language model ----------------------------------------------------------------
+st.subheader("Language model (Ollama)")
+st.markdown("DocChat can use a language model running in **Ollama** to write answers. Without it, DocChat still "
+            "works: it answers by quoting the most relevant sentences from your documents.")
+
+
+def _set_host() -> None:
+    value = (st.session_state.get("set_host") or "").strip()
+    ui_state.set_override("ollama_host", value if value and value != base.ollama_host else None)
+
+
+def _set_model() -> None:
+    value = st.session_state.get("set_model")
+    ui_state.set_override("ollama_model", value if value and value != base.ollama_model else None)
+
+
+def _set_use_llm() -> None:
+    ui_state.set_pref("use_llm", bool(st.session_state.get("set_use_llm")))
+
+
+st.toggle("Write answers with the language model when it is available", value=prefs["use_llm"],
+          key="set_use_llm", on_change=_set_use_llm)
+
+if demo:
+    st.text_input("Ollama address", value=settings.ollama_host, disabled=True,
+                  help="Set by the administrator in this hosted demo.")
+else:
+    st.text_input("Ollama address", value=settings.ollama_host, key="set_host", on_change=_set_host,
+                  help="Where Ollama runs. The usual address on your own computer is http://localhost:11434.")
+
+with st.spinner("Checking Ollama…"):
+    status = ollama_status(settings)
+if status.reachable:
+    count = len(status.models)
+    st.success(f"Connected to Ollama at {render.escape_markdown(settings.ollama_host)} — "
+               f"{count} model{'' if count == 1 else 's'} installed.", icon=":material/check_circle:")
+else:
+    show_message(status.error or f"Ollama is not reachable at {settings.ollama_host}.", "warning")
+    with st.container(border=True):
+        st.markdown("**How to turn on written answers**")
+        st.markdown("1. Install Ollama from ollama.com and open it (or run `ollama serve` in a terminal).\n"
+                    f"2. Download a model, for example `ollama pull {base.ollama_model}` "
+                    "(or use the download button below once Ollama is running).\n"
+                    "3. Come back here and press **Check again**.")
+        st.caption("Until then, DocChat answers by quoting your documents.")
+if st.button("Check again", icon=":material/refresh:"):
+    st.rerun()
+
+if status.reachable:
+    models = list(status.models)
+    if settings.ollama_model not in models:
+        models.append(settings.ollama_model)
+    st.selectbox("Model", models, index=models.index(settings.ollama_model), key="set_model", on_change=_set_model,
+                 format_func=lambda m: m if m in status.models else f"{m} (not installed yet)")
+    if not status.has_model(settings.ollama_model):
+        show_message(f"The model “{settings.ollama_model}” is not installed yet. Download it below, or pick an "
+                     "installed model.", "info")
+
+    with st.form("pull", border=True):
+        st.markdown("**Download a model**")
+        name = st.text_input("Model name", value=settings.ollama_model,
+                             help="A name from ollama.com/library, for example llama3.2:3b or qwen2.5:1.5b.")
+        pull = st.form_submit_button("Download", icon=":material/download:", disabled=demo)
+    if pull and name.strip():
+        bar = st.progress(0.0, text=f"Starting the download of {name.strip()}…")
+        try:
+            for part in pull_model(settings, name.strip()):
+                frac = part.fraction
+                label = render.escape_markdown(part.status or "working")
+                bar.progress(frac if frac is not None else 0.0,
+                             text=f"{label} — {frac:.0%}" if frac is not None else label)
+                if part.done:
+                    bar.progress(1.0, text="Download complete.")
+            st.success(f"“{render.escape_markdown(name.strip())}” is ready.", icon=":material/check_circle:")
+            ui_state.set_override("ollama_model", None if name.strip() == base.ollama_model else name.strip())
+            st.session_state.pop("set_model", None)
+        except DocChatError as e:
+            bar.empty()
+            show_message(str(e), "error")
+
+# -- answers -----------------------------------------------------------------------
+st.subheader("Answers")
+
+
+def _set_k() -> None:
+    value = int(st.session_state.get("set_k") or base.top_k)
+    ui_state.set_override("top_k", None if value == base.top_k else value)
+
+
+def _set_scope() -> None:
+    ui_state.set_pref("scope_default", st.session_state.get("set_scope") or "all")
+    st.session_state.pop("scope_mode", None)  # the Chat page picks up the new default
+
+
+st.slider("Passages to read for each question", min_value=1, max_value=15, value=settings.top_k, key="set_k",
+          on_change=_set_k, help="More passages give the model more to work with, but answers take longer.")
+st.radio("By default, answer from", ["all", "pick"], index=0 if prefs["scope_default"] == "all" else 1,
+         key="set_scope", on_change=_set_scope, horizontal=True,
+         format_func={"all": "All documents", "pick": "Only the documents I pick"}.get)
+
+if st.button("Restore defaults", icon=":material/restart_alt:", type="tertiary"):
+    st.session_state.pop(ui_state.OVERRIDES, None)
+    st.session_state.pop(ui_state.PREFS, None)
+    for key in ("set_host", "set_model", "set_use_llm", "set_k", "set_scope", "scope_mode"):
+        st.session_state.pop(key, None)
+    st.rerun()

@@ -1,0 +1,333 @@
+"""Display helpers that know nothing about Streamlit: escape untrusted text for Markdown, highlight a quote,
+build safe source links, and render a PDF page with a passage highlighted (PyMuPDF)."""
+from __future__ import annotations
+
+import logging
+import re
+import string
+from urllib.parse import quote, urlsplit
+
+from .models import Chunk
+
+log = logging.getLogger(__name__)
+
+# Every ASCII punctuation character may be backslash-escaped in CommonMark, and an escaped character is always
+# literal text. Escaping all of them defuses links, images, HTML, emphasis, lists, headings, tables, LaTeX ($),
+# Streamlit's :colour[...] / :material/...: directives and emoji short codes in one rule.
+_PUNCT = frozenset(string.punctuation)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+_WS = re.compile(r"\s+")
+_MARKER = re.compile(r"\\\[(\d{1,3}(?:(?:\\[,;\-]|–|\s)+\d{1,3})*)\\\]")  # an escaped "[n]", "[1, 3]", "[2-4]"
+HIGHLIGHT_COLOR = "orange"  # Streamlit's :orange-background[...] directive
+WIKIPEDIA_HOST = re.compile(r"^[a-z][a-z0-9-]{1,30}\.(m\.)?wikipedia\.org$")
+
+
+# GitHub-flavoured Markdown turns bare "https://…", "www.…" and "name@host" into links *after* escapes are
+# resolved, so escaping cannot stop it; an invisible WORD JOINER inside the pattern does.
+WORD_JOINER = "\u2060"
+_AUTOLINK = re.compile(r"(?i)(?<=:)(?=//)|(?<=@)|\bwww(?=\.)")
+_WWW = re.compile(r"(?i)\bwww(?=\.)")
+
+
+def defuse_autolinks(text: str) -> str:
+    """Break bare URLs and e-mail addresses with an invisible joiner so Markdown shows them as plain text."""
+    return _AUTOLINK.sub(lambda m: m.group(0) + WORD_JOINER, text)
+
+
+def escape_markdown(text: str, keep_newlines: bool = False) -> str:
+    """Untrusted text -> Markdown that renders as exactly that text (inert: no links, images, HTML, formatting)."""
+    text = defuse_autolinks(_CONTROL.sub("", text or ""))
+    if keep_newlines:
+        paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text)]
+        text = "\n\n".join(p for p in paragraphs if p)
+    else:
+        text = _WS.sub(" ", text).strip()
+    return "".join("\\" + ch if ch in _PUNCT else ch for ch in text)
+
+
+def escape_stream(delta: str) -> str:
+    """Character-level escape of a piece of a streamed reply: concatenated pieces escape the whole reply.
+
+    Line breaks are kept as hard breaks so lists and paragraphs of the reply still read as such.
+    """
+    delta = _CONTROL.sub("", (delta or "").replace("\r", ""))
+    return "".join("\\" + ch + (WORD_JOINER if ch in ":@" else "") if ch in _PUNCT else ("  \n" if ch == "\n" else ch)
+                   for ch in delta)
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:([-*•])|(\d{1,2})[.)])\s+(?=\S)")
+
+
+def reply_markdown(text: str) -> str:
+    """A model's reply (untrusted: it echoes documents) as inert Markdown: its lines, bullet and numbered lists
+    kept (only the list markers are Markdown), every other character literal, and [n] markers in bold."""
+    lines = []
+    text = _WWW.sub("www" + WORD_JOINER, _CONTROL.sub("", (text or "").replace("\r", "")))  # escape_stream does : and @
+    for line in text.strip().split("\n"):
+        m = _LIST_ITEM.match(line)
+        if m:
+            marker = "- " if m.group(1) else f"{m.group(2)}. "
+            lines.append(marker + escape_stream(line[m.end():].rstrip()))
+        elif line.strip():
+            lines.append(escape_stream(line.strip()) + "  ")
+        else:
+            lines.append("")
+    return _MARKER.sub(lambda m: f"**{m.group(0)}**", "\n".join(lines))
+
+
+def _trim(text: str, limit: int, from_start: bool) -> str:
+    """Cut `text` to about `limit` characters at a word boundary, marking the cut with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    if from_start:  # keep the end (text before a highlight)
+        cut = text[-limit:]
+        space = cut.find(" ")
+        return "…" + (cut[space + 1:] if 0 <= space < 40 else cut)
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit - 40 else cut) + "…"
+
+
+def highlight_markdown(text: str, start: int | None, end: int | None, context: int = 180) -> str:
+    """Escaped passage with text[start:end] highlighted; long passages are trimmed around the highlight."""
+    if start is None or end is None or not (0 <= start < end <= len(text)):
+        return escape_markdown(_trim(" ".join(text.split()), 2 * context + 120, from_start=False))
+    before = " ".join(text[:start].split())
+    quote_ = " ".join(text[start:end].split())
+    after = " ".join(text[end:].split())
+    before = _trim(before, context, from_start=True)
+    after = _trim(after, context, from_start=False)
+    parts = []
+    if before:
+        parts.append(escape_markdown(before) + " ")
+    parts.append(f":{HIGHLIGHT_COLOR}-background[**{escape_markdown(quote_)}**]")
+    if after:
+        parts.append(" " + escape_markdown(after))
+    return "".join(parts)
+
+
+def location_label(chunk: Chunk) -> str:
+    """Where in its document a chunk sits, for people: "page 3", "pages 3–4", "section Foo › Bar" or ""."""
+    bits = []
+    if chunk.page_start:
+        if chunk.page_end and chunk.page_end != chunk.page_start:
+            bits.append(f"pages {chunk.page_start}–{chunk.page_end}")
+        else:
+            bits.append(f"page {chunk.page_start}")
+    if chunk.heading_path:
+        bits.append("section " + chunk.section)
+    return ", ".join(bits)
+
+
+def safe_wikipedia_url(url: str | None, anchor: str | None = None) -> str | None:
+    """An https *.wikipedia.org link (with the section anchor when given), or None for anything else."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme != "https" or not WIKIPEDIA_HOST.match(parts.hostname or "") or parts.username or port:
+        return None
+    path = quote(parts.path, safe="/%:_-.,()'!~")
+    link = f"https://{parts.hostname}{path}"
+    anchor = anchor or parts.fragment
+    if anchor:
+        link += "#" + quote(anchor, safe="%:_-.")
+    return link
+
+
+def safe_source_url(chunk: Chunk) -> str | None:
+    """The link to a chunk's Wikipedia section, or None if its URL is not a Wikipedia page."""
+    return safe_wikipedia_url(chunk.source.url, chunk.anchor)
+
+
+def link_markdown(label: str, url: str) -> str:
+    """A Markdown link with an escaped label; `url` must already be vetted (see safe_source_url)."""
+    return f"[{escape_markdown(label)}](<{url.replace('>', '%3E').replace('<', '%3C').replace(' ', '%20')}>)"
+
+
+# -- PDF pages ----------------------------------------------------------------
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _needles(text: str, words: int = 8, min_chars: int = 4) -> list[str]:
+    """Search strings for PyMuPDF: table cells and lines, whole sentences if short, else runs of a few words."""
+    out: list[str] = []
+    for segment in re.split(r"\s*\|\s*|\n", text):
+        for sentence in _SENTENCE.split(" ".join(segment.split())):
+            tokens = sentence.split()
+            if not tokens:
+                continue
+            if len(tokens) <= words + 4:
+                out.append(sentence)
+            else:
+                out.extend(" ".join(tokens[i:i + words]) for i in range(0, len(tokens), words)
+                           if len(tokens[i:i + words]) >= 3)
+    return [n for n in dict.fromkeys(out) if len(n) >= min_chars]
+
+
+PASSAGE_COLOR = (1.0, 0.93, 0.55)  # light yellow: the whole passage
+EVIDENCE_COLOR = (1.0, 0.65, 0.2)  # orange: the cited sentence
+CROP_MARGIN_PT = 24
+
+
+def _highlight(pg, needles: list[str], color: tuple[float, float, float]) -> list:
+    """Add highlight annotations for every occurrence of the needles; returns their rectangles."""
+    rects = []
+    for needle in needles:
+        quads = pg.search_for(needle, quads=True)
+        if quads:
+            annot = pg.add_highlight_annot(quads)
+            annot.set_colors(stroke=color)
+            annot.update()
+            rects.extend(q.rect for q in quads)
+    return rects
+
+
+def render_pdf_page(pdf: bytes, page: int, passage: str, evidence: str | None = None, zoom: float = 2.0,
+                    crop: bool = True) -> bytes | None:
+    """PNG of page `page` (1-based) with the passage (light) and the evidence (strong) highlighted.
+
+    Works on an in-memory copy of the PDF. With `crop`, the image is cut to the area around the highlights
+    (so a small passage is readable in a narrow column). Returns None when the page cannot be drawn.
+    """
+    import pymupdf
+
+    try:
+        doc = pymupdf.open(stream=pdf, filetype="pdf")
+    except (pymupdf.FileDataError, RuntimeError, ValueError) as e:
+        log.warning("Cannot open PDF for rendering: %s", e)
+        return None
+    try:
+        if doc.needs_pass or not (1 <= page <= doc.page_count):
+            return None
+        pg = doc[page - 1]
+        rects = _highlight(pg, _needles(passage, min_chars=6), PASSAGE_COLOR)
+        if evidence:
+            rects += _highlight(pg, _needles(evidence), EVIDENCE_COLOR)
+        clip = None
+        if crop and rects:
+            box = pymupdf.Rect(rects[0])
+            for r in rects[1:]:
+                box |= r
+            full = pg.rect
+            if box.height < 0.7 * full.height:
+                clip = pymupdf.Rect(max(full.x0, box.x0 - CROP_MARGIN_PT), max(full.y0, box.y0 - CROP_MARGIN_PT),
+                                    min(full.x1, box.x1 + CROP_MARGIN_PT), min(full.y1, box.y1 + CROP_MARGIN_PT))
+        return pg.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True, clip=clip).tobytes("png")
+    finally:
+        doc.close()
+
+
+def pdf_page_for(pdf: bytes, text: str, page_start: int | None, page_end: int | None = None,
+                 evidence: str | None = None) -> tuple[int, bytes] | None:
+    """Render the page of a passage (the one holding its evidence when it spans pages) with it highlighted.
+
+    Returns (page number, PNG bytes), or None when the passage has no page or the PDF cannot be drawn.
+    """
+    if not page_start:
+        return None
+    pages = list(range(page_start, (page_end or page_start) + 1))
+    page = pages[0]
+    if evidence and len(pages) > 1:
+        import pymupdf
+
+        needles = _needles(evidence)
+        try:
+            with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+                hits = {p: sum(len(doc[p - 1].search_for(n)) for n in needles)
+                        for p in pages if 1 <= p <= doc.page_count}
+        except (pymupdf.FileDataError, RuntimeError, ValueError):
+            return None
+        if hits and max(hits.values()) > 0:
+            page = max(hits, key=lambda p: (hits[p], -p))
+    png = render_pdf_page(pdf, page, text, evidence)
+    return (page, png) if png else None
+
+
+# -- our own messages and labels -------------------------------------------------
+_CODE_SPAN = re.compile(r"(`[^`\n]+`)")
+KIND_LABELS = {"pdf": "PDF", "docx": "Word", "txt": "Text", "md": "Markdown", "wikipedia": "Wikipedia"}
+
+
+def message_markdown(text: str) -> str:
+    """A DocChat message (which may quote a file name) as Markdown: escaped, except `code` spans stay code."""
+    return "".join(part if _CODE_SPAN.fullmatch(part) else escape_stream(_WWW.sub("www" + WORD_JOINER, part))
+                   for part in _CODE_SPAN.split(text or ""))
+
+
+def kind_label(kind: str) -> str:
+    """A document kind for people ("pdf" -> "PDF")."""
+    return KIND_LABELS.get(kind, kind.upper() if kind else "Document")
+
+
+def date_label(iso: str) -> str:
+    """An ISO-8601 timestamp as "29 Nov 2026, 17:55" in the server's local time ("" if unreadable)."""
+    from datetime import datetime
+
+    try:
+        when = datetime.fromisoformat(iso)
+    except (TypeError, ValueError):
+        return ""
+    if when.tzinfo is not None:
+        when = when.astimezone()
+    return f"{when.day} {when:%b %Y, %H:%M}"
+
+
+# -- the cited sentence when the answer did not say which one -------------------
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset("a an and are as at be by for from has have in is it its of on or that the this to was were "
+                  "which with".split())
+MIN_OVERLAP = 2  # content words shared by the reply sentence and the passage sentence
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in (m.group(0).casefold() for m in _WORD.finditer(text)) if w not in _STOP and len(w) > 1}
+
+
+def _line_spans(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Split spans that run over several lines (table rows, list items) into their lines."""
+    out = []
+    for start, end in spans:
+        pos = start
+        for line in text[start:end].split("\n"):
+            s, e = pos, pos + len(line)
+            pos = e + 1
+            while s < e and text[s].isspace():
+                s += 1
+            if len(text[s:e].split()) >= 1 and e > s:
+                out.append((s, e))
+    return out
+
+
+def evidence_span(reply: str, n: int, passage_text: str) -> tuple[int, int] | None:
+    """The passage sentence that best matches the reply sentences citing [n] (word overlap), or None."""
+    from .citations import find_markers
+    from .generation import sentence_spans
+
+    claims = _words(" ".join(s for s in re.split(r"(?<=[.!?])\s+", reply)
+                             if any(n in mk.numbers for mk in find_markers(s))))
+    if not claims:
+        return None
+    best, best_score = None, 0
+    for start, end in _line_spans(passage_text, sentence_spans(passage_text)):
+        score = len(claims & _words(passage_text[start:end]))
+        if score > best_score:
+            best, best_score = (start, end), score
+    return best if best_score >= MIN_OVERLAP else None
+
+
+def with_evidence(answer):
+    """The answer with a cited sentence located for every citation that has none (for highlighting)."""
+    from dataclasses import replace
+
+    changed = []
+    for c in answer.citations:
+        if c.evidence_start is None:
+            span = evidence_span(answer.text, c.n, c.passage.chunk.text)
+            if span:
+                c = replace(c, evidence_start=span[0], evidence_end=span[1])
+        changed.append(c)
+    return replace(answer, citations=tuple(changed))

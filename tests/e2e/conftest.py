@@ -1,0 +1,116 @@
+"""Browser-test harness: one `streamlit run app.py` and one scripted Ollama server shared by every e2e test,
+driven by Playwright with Debian's Chromium (never `playwright install`)."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+DOCS = ROOT / "tests" / "fixtures" / "documents"
+
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).parent))
+from e2e_helpers import MODEL, start_app, wait_for_health  # noqa: E402
+from ollama_server import OllamaServer, Reply  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+
+def _last_user_text(body: dict) -> str:
+    msgs = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    return str(msgs[-1].get("content", "")) if msgs else ""
+
+
+class ScriptedAnswers:
+    """Answers by topic and remembers the page of source [1] in each prompt (the page the UI must show)."""
+
+    def __init__(self) -> None:
+        self.source1_pages: list[str | None] = []
+
+    def __call__(self, body: dict) -> Reply:
+        system = next((str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "system"), "")
+        user = _last_user_text(body)
+        if system.startswith("You rewrite"):
+            m = re.search(r"Latest message: (.*)\n", user)
+            return Reply(m.group(1) if m else user)
+        tag = re.search(r'<source n="1"[^>]*>', user)
+        page = re.search(r' page="([\d-]+)"', tag.group(0)) if tag else None
+        self.source1_pages.append(page.group(1) if page else None)
+        question = user.rsplit("Question:", 1)[-1].lower()
+        if "slowly" in question:
+            return Reply("Brussels is the capital of Belgium [1]. " + "It has many old buildings. " * 12,
+                         delay_between=0.25)
+        if "belgium" in question:
+            return Reply("The capital of Belgium is Brussels [1]. Its population is about 11.5 million [1].",
+                         delay_first=0.3, delay_between=0.12)
+        if "zebra" in question:
+            return Reply("The zebra budget is 42 dollars [1].", delay_between=0.05)
+        return Reply("I couldn't find the answer to this in your documents.")
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    """Debian's Chromium; a clear failure when missing (set DOCCHAT_SKIP_BROWSER=1 to skip instead)."""
+    if os.environ.get("DOCCHAT_SKIP_BROWSER") == "1":
+        pytest.skip("browser tests skipped: DOCCHAT_SKIP_BROWSER=1")
+    if not CHROMIUM.exists():
+        pytest.fail("Browser tests need Debian's Chromium at /usr/bin/chromium: run `make browser` (or "
+                    "`apt-get install -y chromium`), or set DOCCHAT_SKIP_BROWSER=1 to skip them.", pytrace=False)
+    return str(CHROMIUM)
+
+
+@pytest.fixture(scope="session")
+def ollama():
+    """The scripted Ollama-compatible server the app talks to."""
+    answers = ScriptedAnswers()
+    with OllamaServer(models=[MODEL], default=answers) as srv:
+        srv.answers = answers
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory, ollama, chromium_path):
+    """One DocChat server for all browser tests, on an empty data folder."""
+    data_dir = tmp_path_factory.mktemp("e2e") / "data"
+    data_dir.mkdir()
+    proc, url, log = start_app(data_dir, ollama.url)
+    try:
+        wait_for_health(url, proc=proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if os.environ.get("DOCCHAT_E2E_LOG"):
+            sys.stderr.write(log.read_text(errors="replace")[-20000:])
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path, tmp_path_factory):
+    """Headless Chromium through Playwright, with its profile files in a temp folder."""
+    from playwright.sync_api import sync_playwright
+
+    home = tmp_path_factory.mktemp("chromium")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=chromium_path, headless=True,
+                               env={**os.environ, "XDG_CONFIG_HOME": str(home), "XDG_CACHE_HOME": str(home)})
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, app_url):
+    """A fresh browser tab (a new Streamlit session) at a desktop size."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    pg.set_default_timeout(30_000)
+    yield pg
+    ctx.close()

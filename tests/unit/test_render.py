@@ -1,0 +1,201 @@
+"""rag_core.render: untrusted text becomes inert Markdown; quotes are highlighted; PDF pages are drawn with the
+passage marked. Markdown is checked by rendering it with a real CommonMark parser (markdown-it-py)."""
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pymupdf
+import pytest
+from markdown_it import MarkdownIt
+
+from rag_core import render
+from rag_core.models import Answer, Chunk, Citation, Passage, SourceMeta
+
+DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
+MD = MarkdownIt("commonmark").enable("table").enable("strikethrough")
+
+HOSTILE = [
+    "<script>alert(1)</script>",
+    '<img src="http://evil.example/x.png" onerror="alert(1)">',
+    "[click](javascript:alert(1)) and ![pixel](http://evil.example/p.png)",
+    "<http://evil.example/auto> &amp; &#60;b&#62;",
+    "# Heading\n\n1. item\n- bullet\n> quote\n\n    code block",
+    "| a | b |\n|---|---|\n| 1 | 2 |",
+    "*em* **strong** _u_ ~~s~~ `code` $x^2$ :red[colour] :material/home: :smile:",
+    "back\\slash \\[not a marker\\] trailing \\",
+    "Ünïcödé — “quotes” 中文 العربية",
+]
+
+
+def _html_text(markdown: str) -> tuple[str, set[str]]:
+    """(visible text, tag names) of the HTML a CommonMark renderer makes of `markdown`."""
+    out = MD.render(markdown)
+    tags = set(re.findall(r"<\s*([a-zA-Z0-9]+)", out))
+    return html.unescape(re.sub(r"<[^>]+>", "", out)).replace(render.WORD_JOINER, "").strip(), tags
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_escaped_text_renders_as_exactly_that_text(text):
+    md = render.escape_markdown(text)
+    shown, tags = _html_text(md)
+    assert tags == {"p"}, f"markup leaked: {tags} from {md!r}"
+    assert shown == " ".join(text.split())
+    # Streamlit-only syntax cannot start either: every ':', '$', '[' is escaped.
+    assert not re.search(r"(?<!\\)[:$\[\]<>!]", md)
+
+
+@pytest.mark.parametrize("text", ["see https://evil.example/x now", "www.evil.example", "mail me@evil.example",
+                                  "HTTP://EVIL.EXAMPLE"])
+def test_bare_links_are_broken_by_an_invisible_joiner(text):
+    # GFM's autolink-literal step runs after escapes are resolved, so it must find no "://", "www." or "x@y".
+    # (Mid-stream pieces cannot see a "www." split across them; the finished reply is redrawn by reply_markdown.)
+    streamed = [] if "www" in text else ["".join(render.escape_stream(c) for c in text)]
+    for md in [render.escape_markdown(text), render.reply_markdown(text), render.message_markdown(text), *streamed]:
+        visible = re.sub(r"\\(.)", r"\1", md)
+        assert not re.search(r"(?i)https?://|\bwww\.|\w@\w", visible)
+        assert visible.replace(render.WORD_JOINER, "").strip() == text
+
+
+def test_escape_keeps_paragraphs_when_asked_and_drops_control_characters():
+    md = render.escape_markdown("one\u202e two\n\n\nthree\x00", keep_newlines=True)
+    assert md == "one two\n\nthree"
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_streamed_reply_pieces_escape_like_the_whole(text):
+    pieces = [text[i:i + 3] for i in range(0, len(text), 3)]
+    assert "".join(render.escape_stream(p) for p in pieces) == render.escape_stream(text)
+    _, tags = _html_text(render.escape_stream(text))
+    assert tags <= {"p", "br", "pre", "code"}  # an indented line may show as a (literal) code block mid-stream
+
+
+def test_reply_keeps_lists_and_bolds_markers_but_nothing_else():
+    reply = ("Quoted:\n\n- “Paris is big.” [1]\n- It has <b>bold</b> claims [1, 3]\n1. first [2-4]\n"
+             "See [link](javascript:x) ![i](http://e/i.png)")
+    shown, tags = _html_text(render.reply_markdown(reply))
+    assert {"ul", "ol", "li", "strong"} <= tags <= {"p", "ul", "li", "ol", "strong", "br"}
+    assert "<b>bold</b>" in shown and "[link](javascript:x)" in shown and "![i](http://e/i.png)" in shown
+    strong = re.findall(r"<strong>(.*?)</strong>", MD.render(render.reply_markdown(reply)))
+    assert strong == ["[1]", "[1, 3]", "[2-4]"]
+
+
+def test_highlight_marks_the_evidence_and_trims_long_context():
+    text = "A" * 50 + " lead words. " + "x " * 400 + "The cited sentence here. " + "y " * 400 + "end"
+    start = text.index("The cited")
+    end = start + len("The cited sentence here.")
+    md = render.highlight_markdown(text, start, end, context=100)
+    assert ":orange-background[**The cited sentence here\\.**]" in md
+    assert md.startswith("…") and md.endswith("…")
+    assert len(md) < 400
+    # Without a valid span it is the plain escaped (trimmed) passage.
+    plain = render.highlight_markdown("a <b> c", None, None)
+    assert plain == "a \\<b\\> c"
+    assert render.highlight_markdown("short", 3, 99) == "short"
+
+
+def test_highlighted_evidence_cannot_break_out_of_the_directive():
+    text = "before ]] **x** [y](javascript:z) after"
+    md = render.highlight_markdown(text, 7, 33)
+    inner = md[md.index(":orange-background[") + len(":orange-background["):md.rindex("]")]
+    assert not re.search(r"(?<!\\)[\[\]]", inner)
+
+
+def test_messages_keep_code_spans_and_escape_the_rest():
+    md = render.message_markdown("“<b>x</b>.pdf”: locked. Run `ollama pull llama3.2:3b` then retry.")
+    out = MD.render(md)
+    assert "<code>ollama pull llama3.2:3b</code>" in out
+    assert "&lt;b&gt;x&lt;/b&gt;.pdf" in out and "<b>" not in out
+
+
+@pytest.mark.parametrize("url,anchor,expected", [
+    ("https://en.wikipedia.org/wiki/Python_(programming_language)", "History",
+     "https://en.wikipedia.org/wiki/Python_(programming_language)#History"),
+    ("https://de.wikipedia.org/wiki/K%C3%B6ln", None, "https://de.wikipedia.org/wiki/K%C3%B6ln"),
+    ("https://simple.m.wikipedia.org/wiki/Cat#Food", None, "https://simple.m.wikipedia.org/wiki/Cat#Food"),
+    ("http://en.wikipedia.org/wiki/X", None, None),
+    ("https://en.wikipedia.org.evil.example/wiki/X", None, None),
+    ("https://evil.example/en.wikipedia.org", None, None),
+    ("https://user@en.wikipedia.org/wiki/X", None, None),
+    ("https://en.wikipedia.org:8443/wiki/X", None, None),
+    ("javascript:alert(1)//en.wikipedia.org", None, None),
+    ("", None, None),
+])
+def test_only_https_wikipedia_links_are_made(url, anchor, expected):
+    assert render.safe_wikipedia_url(url, anchor) == expected
+
+
+def test_link_markdown_cannot_be_broken_by_the_url_or_label():
+    md = render.link_markdown("a](javascript:x) [b", "https://en.wikipedia.org/wiki/A_(b)>x <y")
+    out = MD.render(md)
+    assert out.count("<a ") == 1
+    assert 'href="https://en.wikipedia.org/wiki/A_(b)%3Ex%20%3Cy"' in out
+
+
+def _chunk(text: str, page_start=None, page_end=None, heading=(), kind="pdf", url=None, anchor=None) -> Chunk:
+    return Chunk(doc_id="d1", index=0, text=text, char_start=0, char_end=len(text), page_start=page_start,
+                 page_end=page_end, heading_path=heading, anchor=anchor,
+                 source=SourceMeta(file_name="f", title="T", kind=kind, sha256="0", url=url))
+
+
+def test_location_labels():
+    assert render.location_label(_chunk("x", 3, 3)) == "page 3"
+    assert render.location_label(_chunk("x", 2, 3, ("Intro", "Scope"))) == "pages 2–3, section Intro › Scope"
+    assert render.location_label(_chunk("x")) == ""
+
+
+def test_evidence_is_the_passage_sentence_the_reply_leans_on():
+    text = ("Lorem ipsum dolor sit amet, consectetuer elit. Table 1: EU Countries\n"
+            "Austria | 8.9 | 83,879 | Vienna | German\n"
+            "Belgium | 11.5 | 30,689 | Brussels | Dutch, French, German\n"
+            "Czech Republic | 10.7 | 78,866 | Prague | Czech")
+    span = render.evidence_span("The capital of Belgium is Brussels [1]. Vienna is nice [2].", 1, text)
+    assert text[span[0]:span[1]] == "Belgium | 11.5 | 30,689 | Brussels | Dutch, French, German"
+    assert render.evidence_span("Something unrelated entirely [1].", 1, text) is None
+    assert render.evidence_span("No marker here.", 1, text) is None
+    answer = Answer(text="The capital of Belgium is Brussels [1].", mode="ollama",
+                    citations=(Citation(1, Passage(_chunk(text), 1.0)),))
+    c = render.with_evidence(answer).citations[0]
+    assert "Brussels" in text[c.evidence_start:c.evidence_end]
+    kept = Citation(1, Passage(_chunk(text), 1.0), "verified", 0, 5)
+    assert render.with_evidence(Answer(text="x [1]", mode="ollama", citations=(kept,))).citations[0] == kept
+
+
+def _orange_pixels(png: bytes) -> int:
+    pix = pymupdf.Pixmap(png)
+    n = 0
+    for y in range(0, pix.height, 2):
+        for x in range(0, pix.width, 2):
+            r, g, b = pix.pixel(x, y)[:3]
+            if r > 230 and 130 < g < 190 and b < 90:
+                n += 1
+    return n
+
+
+def test_pdf_page_is_drawn_with_the_cited_row_highlighted_on_the_right_page():
+    pdf = (DOCS / "pdf_text_multicolumn_3-pages.pdf").read_bytes()
+    passage = "Austria | 8.9 | 83,879 | Vienna | German\nBelgium | 11.5 | 30,689 | Brussels | Dutch, French, German"
+    evidence = "Belgium | 11.5 | 30,689 | Brussels | Dutch, French, German"
+    page, png = render.pdf_page_for(pdf, passage, 2, 3, evidence)
+    assert page == 3  # the passage spans pages 2-3; the cited row is on page 3
+    assert png.startswith(b"\x89PNG")
+    assert _orange_pixels(png) > 200
+    plain = render.render_pdf_page(pdf, 3, passage, None)
+    assert _orange_pixels(plain) == 0  # without evidence only the light passage colour is used
+    # The original bytes are untouched (annotations go on an in-memory copy).
+    assert pdf == (DOCS / "pdf_text_multicolumn_3-pages.pdf").read_bytes()
+
+
+def test_pdf_rendering_failures_return_none():
+    pdf = (DOCS / "pdf_text_4-pages_pdflatex.pdf").read_bytes()
+    assert render.render_pdf_page(pdf, 9, "x") is None
+    assert render.render_pdf_page(b"not a pdf", 1, "x") is None
+    assert render.render_pdf_page((DOCS / "pdf_encrypted_user-password.pdf").read_bytes(), 1, "x") is None
+    assert render.pdf_page_for(pdf, "x", None) is None
+
+
+def test_labels_for_people():
+    assert render.kind_label("docx") == "Word" and render.kind_label("wikipedia") == "Wikipedia"
+    assert render.date_label("not a date") == ""
+    assert re.fullmatch(r"\d{1,2} \w{3} 2026, \d\d:\d\d", render.date_label("2026-11-29T17:55:00+00:00"))

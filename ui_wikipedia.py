@@ -1,0 +1,144 @@
+"""The "From Wikipedia" box of the Library page: search, pick, import (in the background queue), check for updates."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import streamlit as st
+
+from rag_core import render, wikipedia
+from rag_core.config import Settings
+from rag_core.errors import DocChatError
+from rag_core.jobs import IngestQueue, JobView
+from ui_sources import show_message
+
+if TYPE_CHECKING:
+    from rag_core.library import Library
+
+LANGUAGES = {"en": "English", "de": "Deutsch", "fr": "Français", "es": "Español", "it": "Italiano",
+             "nl": "Nederlands", "pt": "Português", "pl": "Polski", "sv": "Svenska", "simple": "Simple English"}
+HITS_KEY = "wiki_hits"  # (lang, [WikiHit]) of the last search in this session
+
+
+def submit_import(queue: IngestQueue, library: Library, settings: Settings, title: str, lang: str,
+                  owner: str | None, remember: Callable[[str], None]) -> None:
+    """Queue one article import (it runs in the background like a file upload)."""
+    def work(progress):
+        return wikipedia.import_article(library, settings, title, lang=lang, owner=owner, progress=progress)
+
+    remember(queue.submit(f"{title} (Wikipedia)", work, owner, kind="wikipedia"))
+
+
+def submit_refresh(queue: IngestQueue, library: Library, settings: Settings, owners, owner: str | None,
+                   remember: Callable[[str], None]) -> None:
+    """Queue a check of every imported article against Wikipedia's latest revision."""
+    def work(progress):
+        return wikipedia.refresh(library, settings, owners=owners, progress=progress)
+
+    remember(queue.submit("Wikipedia articles", work, owner, kind="refresh"))
+
+
+def wikipedia_box(queue: IngestQueue, library: Library, settings: Settings, owner: str | None, owners,
+                  remember: Callable[[str], None], has_articles: bool) -> None:
+    """Search Wikipedia, pick results, import them; check imported articles for updates."""
+    with st.expander("From Wikipedia", icon=":material/public:", expanded=bool(st.session_state.get(HITS_KEY))):
+        st.caption("Search Wikipedia and add articles to your library. Their text is licensed CC BY-SA 4.0; "
+                   "DocChat keeps the link and revision of every article it imports.")
+        with st.form("wiki_search", border=False):
+            words_col, lang_col, go_col = st.columns([6, 2, 2], vertical_alignment="bottom")
+            words = words_col.text_input("Search Wikipedia", placeholder="e.g. Python programming language",
+                                         key="wiki_words")
+            lang = lang_col.selectbox("Language", list(LANGUAGES), format_func=LANGUAGES.get, key="wiki_lang")
+            searched = go_col.form_submit_button("Search", icon=":material/search:", width="stretch")
+        if searched and words.strip():
+            try:
+                with st.spinner("Searching Wikipedia…"):
+                    st.session_state[HITS_KEY] = (lang, wikipedia.search(settings, words, lang=lang, limit=8))
+            except DocChatError as e:
+                st.session_state.pop(HITS_KEY, None)
+                show_message(str(e), "error")
+        lang_hits = st.session_state.get(HITS_KEY)
+        if lang_hits:
+            hit_lang, hits = lang_hits
+            if not hits:
+                st.info("Wikipedia found no article for these words. Try other words or another language.",
+                        icon=":material/search_off:")
+            else:
+                with st.form("wiki_pick", border=False):
+                    picked = []
+                    for i, hit in enumerate(hits):
+                        if st.checkbox(f"**{render.escape_markdown(hit.title)}**", key=f"wiki_hit_{i}",
+                                       help=hit.snippet[:300] or None):
+                            picked.append(hit.title)
+                        if hit.snippet:
+                            st.caption(render.escape_markdown(hit.snippet[:220]))
+                    add = st.form_submit_button("Add the chosen articles", icon=":material/add:", type="primary")
+                if add:
+                    if not picked:
+                        st.warning("Tick at least one article first.", icon=":material/check_box:")
+                    for title in picked:
+                        submit_import(queue, library, settings, title, hit_lang, owner, remember)
+                    if picked:
+                        st.session_state.pop(HITS_KEY, None)
+                        st.rerun()
+        if has_articles:
+            st.divider()
+            st.caption("Articles change on Wikipedia. Check whether yours are still current:")
+            if st.button("Check for updates", icon=":material/update:", key="wiki_refresh"):
+                submit_refresh(queue, library, settings, owners, owner, remember)
+                st.rerun()
+
+
+def wiki_job_result(job: JobView, queue: IngestQueue, library: Library, settings: Settings, owner: str | None,
+                    remember: Callable[[str], None]) -> None:
+    """Show a finished Wikipedia import or update check."""
+    r = job.result
+    if job.kind == "refresh":
+        _refresh_result(r)
+        return
+    title = render.escape_markdown(r.title)
+    moved = (f" (“{render.escape_markdown(r.redirected_from)}” redirects here)" if r.redirected_from else "")
+    if r.status == "added":
+        with st.status(f"Added **{title}** from Wikipedia — {r.chunks} passage{'' if r.chunks == 1 else 's'}"
+                       f"{moved}", state="complete"):
+            url = render.safe_wikipedia_url(r.url)
+            if url:
+                st.markdown(render.link_markdown("Open the article on Wikipedia", url))
+            st.caption(f"Revision {r.revision_id}. Text licensed CC BY-SA 4.0.")
+    elif r.status == "unchanged":
+        with st.status(f"**{title}** is already in your library{moved}", state="complete"):
+            st.write("That revision of the article is already there; nothing was changed.")
+    elif r.status == "disambiguation":
+        with st.status(f"“{title}” can mean several things — pick one", state="error", expanded=True):
+            st.write("Wikipedia lists these articles for it. Choose the one you mean:")
+            for i, cand in enumerate(r.candidates[:12]):
+                if st.button(cand, key=f"disamb_{job.id}_{i}", type="tertiary", icon=":material/add:"):
+                    submit_import(queue, library, settings, cand, r.lang, owner, remember)
+                    queue.forget([job.id])
+                    st.rerun()
+    else:
+        with st.status(f"Could not import **{title}** from Wikipedia", state="error", expanded=True):
+            show_message(r.error or "The article could not be imported.", "error")
+
+
+def _names(items) -> str:
+    return ", ".join(f"“{i.title}”" for i in items[:8]) + (f" and {len(items) - 8} more" if len(items) > 8 else "")
+
+
+def _refresh_result(report) -> None:
+    if report.total == 0:
+        with st.status("No Wikipedia articles to check", state="complete"):
+            st.write("Import an article first.")
+        return
+    state = "error" if report.failed else "complete"
+    with st.status(f"Checked {report.total} Wikipedia article{'' if report.total == 1 else 's'} for updates",
+                   state=state, expanded=True):
+        if report.unchanged:
+            st.markdown(f":material/check: **Up to date:** {len(report.unchanged)}")
+        if report.changed:
+            st.markdown(":material/sync: **Updated to the latest revision:** "
+                        + render.escape_markdown(_names(report.changed)))
+        if report.removed_upstream:
+            st.markdown(":material/warning: **No longer on Wikipedia (kept in your library):** "
+                        + render.escape_markdown(_names(report.removed_upstream)))
+        for item in report.failed:
+            show_message(f"“{item.title}” could not be checked: {item.message} It was left as it was.", "warning")
