@@ -1,0 +1,37 @@
+# DocChat app image: Streamlit + rag_core, CPU-only torch, bundled embedding model, runs as a non-root user.
+# Build: docker compose build app   (or: docker build -t docchat .)
+FROM python:3.11.14-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1 \
+    HF_HUB_DISABLE_TELEMETRY=1 \
+    MALLOC_ARENA_MAX=2 \
+    DOCCHAT_DATA_DIR=/data
+
+WORKDIR /app
+
+# CPU-only torch from PyTorch's CPU index first: PyPI's Linux wheel of the same version pulls ~3 GB of CUDA
+# libraries. requirements.txt pins the same version, so the second install keeps this one.
+COPY requirements.txt ./
+RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
+ && pip install -r requirements.txt
+
+RUN useradd --create-home --uid 10001 --user-group --shell /usr/sbin/nologin docchat \
+ && mkdir -p /data \
+ && chown docchat:docchat /data
+
+# The application (what .dockerignore leaves: app.py, pages/, ui_*.py, rag_core/, samples/, .streamlit/config.toml).
+COPY --chown=docchat:docchat . /app
+
+USER docchat
+EXPOSE 8501
+VOLUME ["/data"]
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["python", "-c", "import urllib.request, sys; r = urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4); sys.exit(0 if r.status == 200 else 1)"]
+
+CMD ["streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0", "--server.headless=true", "--browser.gatherUsageStats=false"]

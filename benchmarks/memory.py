@@ -1,0 +1,137 @@
+"""Resident memory of the app's process: after start-up, after the first answer, after ingesting the 117-page PDF.
+
+Run: .venv/bin/python benchmarks/memory.py [--json] [--demo]     (goal: every figure < 1 GB)
+
+Each run is a fresh process doing what the Streamlit app does, in order: import Streamlit and rag_core, open the
+Library (embedding model + embedded Qdrant on a temporary data folder; with --demo also the DemoHub and the shared
+samples), answer one question through the scripted Ollama-compatible server (tests/ollama_server.py, on loopback),
+then ingest tests/fixtures/documents/pdf_text_long_117-pages_german.pdf and answer again. Figures are read from
+/proc/self/status: VmRSS (resident now) and VmHWM (the peak so far). The baseline is the bare interpreter.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+LONG_PDF = ROOT / "tests" / "fixtures" / "documents" / "pdf_text_long_117-pages_german.pdf"
+SMALL = ROOT / "tests" / "fixtures" / "documents" / "docx_headings_toc.docx"
+MB = 1024 * 1024
+GOAL_MB = 1024
+
+
+def status_mb() -> tuple[float, float]:
+    """(VmRSS, VmHWM) of this process in MiB."""
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024
+    return round(fields["VmRSS"], 1), round(fields["VmHWM"], 1)
+
+
+def main() -> None:
+    """Print RSS and peak at each stage."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--demo", action="store_true", help="demo mode: DemoHub + shared samples, answers via a session")
+    ap.add_argument("--batch-size", type=int, default=None,
+                    help="override rag_core.embeddings.BATCH_SIZE (texts per model forward pass) to see its effect")
+    args = ap.parse_args()
+    stages: list[dict] = []
+
+    def mark(name: str, seconds: float | None = None) -> None:
+        gc.collect()
+        rss, peak = status_mb()
+        stages.append({"stage": name, "rss_mb": rss, "peak_mb": peak,
+                       "seconds": None if seconds is None else round(seconds, 1)})
+
+    mark("python interpreter (baseline)")
+    t = time.perf_counter()
+    import streamlit  # noqa: F401  - the app process has it loaded
+
+    from ollama_server import OllamaServer, Reply
+    from rag_core import generation
+    from rag_core.config import Settings
+    from rag_core.library import Library
+    from rag_core.sessions import DemoHub, new_session_id
+
+    import rag_core.embeddings as embeddings
+    if args.batch_size:
+        embeddings.BATCH_SIZE = args.batch_size
+
+    with tempfile.TemporaryDirectory() as tmp, OllamaServer(models=["llama3.2:3b"],
+                                                              default=Reply("Beautiful beats ugly [1].")) as srv:
+        settings = Settings(data_dir=Path(tmp) / "data", ollama_host=srv.url, ollama_model="llama3.2:3b",
+                            mode="demo" if args.demo else "local", ollama_api_key="k" if args.demo else None,
+                            demo_max_file_mb=10)
+        lib = Library(settings)
+        ask = None
+        if args.demo:
+            hub = DemoHub(lib)
+            hub.load_samples()
+            session = hub.session(new_session_id())
+            ask = session.answer
+        mark("start-up: streamlit + rag_core imported, library opened" + (", samples loaded" if args.demo else ""),
+             time.perf_counter() - t)
+
+        t = time.perf_counter()
+        if args.demo:
+            answer = ask("Which is better, beautiful or ugly?")
+        else:
+            lib.ingest_path(SMALL)
+            answer = generation.answer(lib, "Which is better, beautiful or ugly?", settings)
+        assert answer.mode == "ollama", answer.notice
+        mark("after the first answer", time.perf_counter() - t)
+
+        t = time.perf_counter()
+        data = LONG_PDF.read_bytes()
+        result = session.ingest_bytes(data, LONG_PDF.name) if args.demo else lib.ingest_path(LONG_PDF)
+        assert result.status == "added", result
+        del data
+        mark(f"after ingesting the 117-page PDF ({result.chunks} chunks)", time.perf_counter() - t)
+
+        t = time.perf_counter()
+        question = "Was ist ein topologischer Raum?"
+        answer = ask(question) if args.demo else generation.answer(lib, question, settings)
+        mark("after a question over the PDF", time.perf_counter() - t)
+        lib.close()
+
+    report = {"mode": "demo" if args.demo else "local", "batch_size": embeddings.BATCH_SIZE, "goal_mb": GOAL_MB,
+              "stages": stages,
+              "max_peak_mb": max(s["peak_mb"] for s in stages), "torch_threads": _torch_threads(),
+              "malloc_arena_max": os.environ.get("MALLOC_ARENA_MAX")}
+    report["under_goal"] = report["max_peak_mb"] < GOAL_MB
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    base = stages[0]["rss_mb"]
+    print(f"mode: {report['mode']}   goal: every figure < {GOAL_MB} MiB   (MALLOC_ARENA_MAX={report['malloc_arena_max']}, "
+          f"embedding batch {report['batch_size']})")
+    print(f"{'stage':78} {'RSS MiB':>8} {'peak MiB':>9} {'x base':>7} {'s':>6}")
+    for s in stages:
+        secs = "" if s["seconds"] is None else f"{s['seconds']:.1f}"
+        print(f"{s['stage']:78} {s['rss_mb']:8.0f} {s['peak_mb']:9.0f} {s['rss_mb'] / base:7.1f} {secs:>6}")
+    print(f"highest peak: {report['max_peak_mb']:.0f} MiB -> {'under' if report['under_goal'] else 'OVER'} the goal")
+
+
+def _torch_threads() -> int | None:
+    try:
+        import torch
+
+        return torch.get_num_threads()
+    except ImportError:
+        return None
+
+
+if __name__ == "__main__":
+    main()

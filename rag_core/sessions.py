@@ -1,0 +1,554 @@
+"""Hosted demo mode: a private library per browser session, a shared read-only sample library, limits, idle cleanup.
+
+Privacy is enforced here, in rag_core, not in the UI. A `SessionLibrary` is bound to one session id and is the only
+object the demo pages talk to: every write carries owner=<session id>, every read filters owners=[<session id>,
+SHARED_OWNER] inside Qdrant, deletes accept only the session's own documents, and the settings used for answers are
+the server's (a visitor cannot point the app at another Ollama host). Library.ingest_document scopes document ids
+per owner, so two visitors uploading the same file get two separate copies and neither can reach the other's.
+
+One `DemoHub` per process (the app keeps it in st.cache_resource) holds the shared Library, each session's last
+activity, quota reservations and question times; it is thread-safe, like Streamlit's one-thread-per-session model
+needs. Idle sessions (settings.demo_session_idle_minutes) lose their documents via `cleanup_idle()`, which a daemon
+thread started by `start_janitor()` calls every minute.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import secrets
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from .config import Settings
+from .errors import DemoTrouble, DocChatError, DocumentNotFound, LimitReached, SampleReadOnly
+from .generation import AnswerStream, start_answer
+from .library import IngestResult, Library, scoped_doc_id
+from .loaders import load_bytes
+from .models import Answer, Document, DocumentInfo, Passage, SourceMeta
+from .originals import delete_original, load_original, save_original
+from .retrieval import DEFAULT_METHOD, retrieve
+from .store import Progress
+from .wikipedia import LICENSE, RefreshReport, WikiImportResult, article_url, import_article, refresh, split_sections
+
+log = logging.getLogger(__name__)
+
+SHARED_OWNER = "shared"  # owner of the read-only sample library
+SAMPLES_DIR = Path(__file__).resolve().parents[1] / "samples"
+SAMPLE_SUFFIXES = (".pdf", ".docx", ".txt", ".md", ".json")
+SESSION_PREFIX = "s-"
+_SESSION_RE = re.compile(r"^s-[A-Za-z0-9_-]{16,64}$")
+RATE_WINDOW_S = 60.0
+JANITOR_INTERVAL_S = 60.0
+MB = 1024 * 1024
+
+# Notices from generation.py that name server settings (OLLAMA_HOST, DOCCHAT_*, `ollama serve`, the host URL) are
+# advice for whoever runs DocChat, not for a demo visitor: they are replaced by these.
+DEMO_NOTICE_LLM_DOWN = ("The demo's AI model is not available right now, so these are the most relevant sentences "
+                        "quoted from the documents (extractive answer). Try again later for a written answer.")
+DEMO_NOTICE_LLM_STOPPED = ("The demo's AI model stopped before the answer was finished, so the answer below is "
+                           "incomplete. Ask again to retry.")
+DEMO_NOTICE_LENGTH = "The answer reached the demo's length limit and was cut off."
+_SERVER_HINTS = ("OLLAMA", "DOCCHAT_", "ollama serve", "ollama pull", "://", "Settings")
+
+
+def new_session_id() -> str:
+    """A fresh unguessable session id (the UI keeps it in st.session_state)."""
+    return SESSION_PREFIX + secrets.token_urlsafe(24)
+
+
+def check_session_id(session_id: str) -> str:
+    """The id itself when it is a well-formed session id; ValueError otherwise (never "shared" or empty)."""
+    if not isinstance(session_id, str) or not _SESSION_RE.match(session_id):
+        raise ValueError("not a demo session id (use new_session_id())")
+    return session_id
+
+
+def llm_mode(settings: Settings) -> str:
+    """"remote" when the demo has an Ollama host with an API key, else "extractive" (answers quote the documents)."""
+    return "remote" if settings.ollama_api_key and settings.ollama_host and settings.ollama_model else "extractive"
+
+
+def demo_banner(settings: Settings) -> str:
+    """One plain sentence or two for the demo banner: privacy, retention and which answer mode is active."""
+    privacy = (f"Public demo: the files you add are private to this browser session and are deleted after "
+               f"{settings.demo_session_idle_minutes} minutes without activity. Please don't upload confidential "
+               "documents.")
+    if llm_mode(settings) == "remote":
+        return f"{privacy} Answers are written by the AI model {settings.ollama_model} on the demo's server."
+    return (f"{privacy} No AI model is connected to this demo, so answers quote the most relevant sentences from "
+            "the documents (extractive mode).")
+
+
+def _safe_name(file_name: str) -> str:
+    """The bare file name for messages: no folders, no control characters, at most 80 characters."""
+    name = re.split(r"[\\/]", file_name or "")[-1]
+    name = re.sub(r"[\x00-\x1f\x7f]", "", name).strip() or "file"
+    return name if len(name) <= 80 else name[:77] + "…"
+
+
+def _public_answer(answer: Answer) -> Answer:
+    """The answer with any server-side advice in its notice replaced by a sentence meant for a demo visitor."""
+    notice = answer.notice
+    if not notice or not any(h in notice for h in _SERVER_HINTS):
+        return answer
+    if answer.mode == "extractive":
+        notice = DEMO_NOTICE_LLM_DOWN
+    elif answer.incomplete and "length limit" in notice:
+        notice = DEMO_NOTICE_LENGTH
+    elif answer.incomplete:
+        notice = DEMO_NOTICE_LLM_STOPPED
+    else:
+        notice = DEMO_NOTICE_LLM_DOWN
+    return replace(answer, notice=notice)
+
+
+# --------------------------------------------------------------------------- per-session bookkeeping
+@dataclass
+class _Session:
+    last_seen: float
+    questions: deque = field(default_factory=deque)  # times of recent questions
+    sizes: dict[str, int] = field(default_factory=dict)  # doc_id -> bytes counted against the size quota
+    pending_files: int = 0
+    pending_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a session uses of its limits (for the Library page)."""
+
+    files: int
+    max_files: int
+    bytes: int
+    max_bytes: int
+    questions_last_minute: int
+    max_questions_per_minute: int
+
+
+class DemoAnswerStream:
+    """An AnswerStream for a demo session: same iteration, but no server details or tracebacks ever leak."""
+
+    def __init__(self, inner: AnswerStream) -> None:
+        self._inner = inner
+
+    def __iter__(self) -> Iterator[str]:
+        try:
+            yield from self._inner
+        except DocChatError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the visitor gets a sentence, the log gets the traceback
+            log.exception("Answering failed in a demo session")
+            raise DemoTrouble("answering your question") from e
+
+    @property
+    def answer(self) -> Answer | None:
+        """The finished answer (None until iteration ends)."""
+        a = self._inner.answer
+        return None if a is None else _public_answer(a)
+
+    @property
+    def passages(self) -> list[Passage]:
+        """The retrieved passages (own and shared documents only)."""
+        return self._inner.passages
+
+    def close(self) -> None:
+        """Stop early; `answer` keeps the partial text."""
+        self._inner.close()
+
+
+# --------------------------------------------------------------------------- the hub
+class DemoHub:
+    """Process-wide demo state around one Library: sessions, quotas, question rates, samples and cleanup."""
+
+    def __init__(self, library: Library, settings: Settings | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.library = library
+        self.settings = settings or library.settings
+        self.clock = clock
+        self._sessions: dict[str, _Session] = {}
+        self._lock = threading.Lock()
+        self._janitor: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    # -- sessions ------------------------------------------------------------
+    def session(self, session_id: str) -> "SessionLibrary":
+        """The private library of one session (created on first use; every call counts as activity)."""
+        check_session_id(session_id)
+        self._touch(session_id)
+        return SessionLibrary(self, session_id)
+
+    def _touch(self, session_id: str) -> _Session:
+        with self._lock:
+            s = self._sessions.get(session_id)
+            if s is None:
+                s = self._sessions[session_id] = _Session(last_seen=self.clock())
+            s.last_seen = self.clock()
+            return s
+
+    def active_sessions(self) -> list[str]:
+        """Ids of the sessions seen within the idle limit."""
+        with self._lock:
+            return list(self._sessions)
+
+    def end_session(self, session_id: str) -> int:
+        """Forget a session and delete all of its documents; returns how many were deleted."""
+        check_session_id(session_id)
+        with self._lock:
+            self._sessions.pop(session_id, None)
+        return self._purge_owner(session_id)
+
+    def _purge_owner(self, owner: str) -> int:
+        if owner == SHARED_OWNER:
+            raise ValueError("the shared library is never purged")
+        removed = 0
+        for d in self.library.documents(owners=[owner]):
+            try:
+                self.library.delete(d.doc_id, owners=[owner])
+                removed += 1
+            except DocumentNotFound:
+                continue  # deleted concurrently
+            delete_original(self.settings, d.doc_id)
+        return removed
+
+    def cleanup_idle(self) -> list[str]:
+        """Delete the documents of sessions idle longer than the limit, and of owners no live session holds
+        (left over from a previous run) once their newest document is older than the limit; returns the owners."""
+        limit_s = self.settings.demo_session_idle_minutes * 60
+        now = self.clock()
+        with self._lock:
+            expired = [sid for sid, s in self._sessions.items() if now - s.last_seen > limit_s]
+            for sid in expired:
+                del self._sessions[sid]
+            live = set(self._sessions)
+        newest: dict[str, float] = {}
+        for d in self.library.documents():
+            if d.owner in (None, SHARED_OWNER) or d.owner in live or d.owner in expired:
+                continue
+            newest[d.owner] = max(newest.get(d.owner, 0.0), _timestamp(d.added_at))
+        orphans = [o for o, t in newest.items() if now - t > limit_s]
+        gone = []
+        for owner in expired + orphans:
+            n = self._purge_owner(owner)
+            log.info("Demo cleanup: removed %d document(s) of an idle session", n)
+            gone.append(owner)
+        return gone
+
+    def start_janitor(self, interval_s: float = JANITOR_INTERVAL_S) -> None:
+        """Run cleanup_idle() every `interval_s` seconds on a daemon thread (idempotent)."""
+        if self._janitor is not None and self._janitor.is_alive():
+            return
+        self._stop.clear()
+
+        def loop() -> None:
+            while not self._stop.wait(interval_s):
+                try:
+                    self.cleanup_idle()
+                except Exception:  # noqa: BLE001 - the janitor must survive a bad round; it retries next time
+                    log.exception("Demo cleanup failed; retrying in %.0f s", interval_s)
+
+        self._janitor = threading.Thread(target=loop, name="docchat-demo-janitor", daemon=True)
+        self._janitor.start()
+
+    def stop_janitor(self) -> None:
+        """Stop the cleanup thread."""
+        self._stop.set()
+        if self._janitor is not None:
+            self._janitor.join(timeout=5)
+            self._janitor = None
+
+    # -- shared samples ------------------------------------------------------
+    def load_samples(self, folder: Path | None = None) -> list[IngestResult]:
+        """Make the shared library hold exactly the files of `folder` (default: the bundled samples/): add new ones,
+        keep unchanged ones, delete shared documents whose file is gone. Reads local files only, never the network."""
+        folder = Path(folder) if folder is not None else SAMPLES_DIR
+        files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in SAMPLE_SUFFIXES
+                       and not p.name.upper().startswith("README")) if folder.is_dir() else []
+        results, keep = [], set()
+        for path in files:
+            try:
+                doc = _sample_document(path, self.settings)
+            except DocChatError as e:
+                log.warning("Sample %s was not loaded: %s", path.name, e)
+                results.append(IngestResult(path.name, "failed", error=str(e)))
+                continue
+            keep.add(scoped_doc_id(doc.doc_id, SHARED_OWNER))  # the id Library.ingest_document gives it
+            try:
+                results.append(self.library.ingest_document(doc, owner=SHARED_OWNER, label=path.name))
+            except DocChatError as e:
+                log.warning("Sample %s was not loaded: %s", path.name, e)
+                results.append(IngestResult(path.name, "failed", error=str(e)))
+        for d in self.library.documents(owners=[SHARED_OWNER]):
+            if d.doc_id not in keep:
+                log.info("Removing sample %s (its file is gone)", d.title)
+                self.library.delete(d.doc_id, owners=[SHARED_OWNER])
+        return results
+
+    def shared_documents(self) -> list[DocumentInfo]:
+        """The sample library."""
+        return self.library.documents(owners=[SHARED_OWNER])
+
+    # -- quotas (called by SessionLibrary) -------------------------------------
+    def _reserve(self, session_id: str, file_name: str, size: int) -> None:
+        s, name = self.settings, _safe_name(file_name)
+        if size > s.demo_max_file_mb * MB:
+            raise LimitReached(f"“{name}” is {size / MB:.1f} MB; the demo accepts files up to "
+                               f"{s.demo_max_file_mb} MB each. Try a smaller file, or run DocChat on your own "
+                               "computer for larger ones.")
+        held = self.library.documents(owners=[session_id])
+        with self._lock:
+            st = self._sessions.setdefault(session_id, _Session(last_seen=self.clock()))
+            present = {d.doc_id for d in held}
+            used = sum(b for doc_id, b in st.sizes.items() if doc_id in present)
+            if len(held) + st.pending_files >= s.demo_max_files_per_session:
+                raise LimitReached(f"Your demo library already holds {s.demo_max_files_per_session} files, the most "
+                                   "the demo allows. Remove one on the Library page to add another.")
+            if used + st.pending_bytes + size > s.demo_max_session_mb * MB:
+                raise LimitReached(f"Adding “{name}” would take your demo library past {s.demo_max_session_mb} MB, "
+                                   "the most the demo allows per visitor. Remove a document to make room.")
+            st.pending_files += 1
+            st.pending_bytes += size
+
+    def _settle(self, session_id: str, size: int, doc_id: str | None) -> None:
+        with self._lock:
+            st = self._sessions.setdefault(session_id, _Session(last_seen=self.clock()))
+            st.pending_files = max(0, st.pending_files - 1)
+            st.pending_bytes = max(0, st.pending_bytes - size)
+            if doc_id is not None:
+                st.sizes[doc_id] = size
+
+    def _count_question(self, session_id: str) -> None:
+        per_minute = self.settings.demo_questions_per_minute
+        with self._lock:
+            st = self._sessions.setdefault(session_id, _Session(last_seen=self.clock()))
+            now = self.clock()
+            while st.questions and now - st.questions[0] >= RATE_WINDOW_S:
+                st.questions.popleft()
+            if len(st.questions) >= per_minute:
+                wait = max(1, int(RATE_WINDOW_S - (now - st.questions[0]) + 0.999))
+                raise LimitReached(f"You have asked {per_minute} questions in the last minute, the most the demo "
+                                   f"allows. Please wait about {wait} seconds, then ask again.")
+            st.questions.append(now)
+
+    def _usage(self, session_id: str) -> Usage:
+        s = self.settings
+        held = {d.doc_id for d in self.library.documents(owners=[session_id])}
+        with self._lock:
+            st = self._sessions.get(session_id) or _Session(last_seen=self.clock())
+            now = self.clock()
+            recent = sum(1 for t in st.questions if now - t < RATE_WINDOW_S)
+            used = sum(b for doc_id, b in st.sizes.items() if doc_id in held)
+        return Usage(len(held), s.demo_max_files_per_session, used, s.demo_max_session_mb * MB, recent,
+                     s.demo_questions_per_minute)
+
+
+# --------------------------------------------------------------------------- one session's view
+class SessionLibrary:
+    """One visitor's library: their own documents plus the shared samples; nothing else is reachable from here."""
+
+    def __init__(self, hub: DemoHub, session_id: str) -> None:
+        self._hub = hub
+        self.session_id = check_session_id(session_id)
+
+    @property
+    def settings(self) -> Settings:
+        """The server's settings (never a visitor's overrides)."""
+        return self._hub.settings
+
+    @property
+    def owners(self) -> list[str]:
+        """Whose documents this session reads: its own and the shared samples."""
+        return [self.session_id, SHARED_OWNER]
+
+    @property
+    def _library(self) -> Library:
+        return self._hub.library
+
+    def _touch(self) -> None:
+        self._hub._touch(self.session_id)
+
+    # -- listing ---------------------------------------------------------------
+    def documents(self) -> list[DocumentInfo]:
+        """Own documents and the shared samples, newest first."""
+        self._touch()
+        return self._library.documents(owners=self.owners)
+
+    def my_documents(self) -> list[DocumentInfo]:
+        """Only the documents this session added."""
+        self._touch()
+        return self._library.documents(owners=[self.session_id])
+
+    def get(self, doc_id: str) -> DocumentInfo | None:
+        """A visible document by id, or None (another session's id looks exactly like a missing one)."""
+        return self._library.store.get(doc_id, owners=self.owners)
+
+    def is_shared(self, doc_id: str) -> bool:
+        """True for a sample document."""
+        return self._library.store.get(doc_id, owners=[SHARED_OWNER]) is not None
+
+    def usage(self) -> Usage:
+        """Files, bytes and questions used of this session's limits."""
+        return self._hub._usage(self.session_id)
+
+    def original(self, doc_id: str) -> bytes | None:
+        """The stored PDF of a visible document (to show a cited page), or None."""
+        if self.get(doc_id) is None:
+            return None
+        return load_original(self.settings, doc_id)
+
+    # -- reading ---------------------------------------------------------------
+    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None,
+               method: str = DEFAULT_METHOD) -> list[Passage]:
+        """Top-k passages from own and shared documents (doc_ids narrows further, never widens)."""
+        self._touch()
+        try:
+            return retrieve(self._library.store, query, k, doc_ids, self.owners, method)
+        except DocChatError:
+            raise
+        except Exception as e:  # noqa: BLE001 - no traceback or server detail reaches the visitor
+            log.exception("Search failed in a demo session")
+            raise DemoTrouble("searching your documents") from e
+
+    def start_answer(self, question: str, history: Sequence[tuple[str, str]] = (),
+                     doc_ids: Sequence[str] | None = None, k: int | None = None) -> DemoAnswerStream:
+        """Count the question against the rate limit (LimitReached when over), then stream an answer from own and
+        shared documents: written by the remote model when the demo has an API key, extractive otherwise."""
+        self._touch()
+        self._hub._count_question(self.session_id)
+        s = self.settings
+        inner = start_answer(self._library, question, s, history, None if doc_ids is None else list(doc_ids),
+                             self.owners, use_llm=llm_mode(s) == "remote", k=k)
+        return DemoAnswerStream(inner)
+
+    def answer(self, question: str, history: Sequence[tuple[str, str]] = (),
+               doc_ids: Sequence[str] | None = None, k: int | None = None) -> Answer:
+        """Non-streaming start_answer()."""
+        stream = self.start_answer(question, history, doc_ids, k)
+        for _ in stream:
+            pass
+        assert stream.answer is not None
+        return stream.answer
+
+    # -- writing ---------------------------------------------------------------
+    def upload_work(self, data: bytes, file_name: str) -> Callable[[Progress], IngestResult]:
+        """Check the limits now (LimitReached at once) and reserve room; the returned function does the ingest and
+        can run on the IngestQueue worker (IngestQueue.submit(name, work, owner=session_id))."""
+        self._touch()
+        size = len(data)
+        self._hub._reserve(self.session_id, file_name, size)
+        done = threading.Event()
+
+        def work(progress: Progress | None = None) -> IngestResult:
+            if done.is_set():
+                raise RuntimeError("upload work runs once")
+            done.set()
+            doc_id = None
+            try:
+                result = self._ingest(data, file_name, progress)
+                if result.status in ("added", "unchanged"):
+                    doc_id = result.doc_id
+                return result
+            finally:
+                self._hub._settle(self.session_id, size, doc_id)
+
+        return work
+
+    def ingest_bytes(self, data: bytes, file_name: str, progress: Progress | None = None) -> IngestResult:
+        """Add one uploaded file to this session's library (LimitReached when a limit is hit)."""
+        return self.upload_work(data, file_name)(progress)
+
+    def _ingest(self, data: bytes, file_name: str, progress: Progress | None) -> IngestResult:
+        name = _safe_name(file_name)
+        try:
+            if progress:
+                progress("reading", 0, 1)
+            doc = load_bytes(data, name, self.settings)  # ingest_document scopes the id to this owner
+            result = self._library.ingest_document(doc, owner=self.session_id, progress=progress, label=name)
+        except DocChatError as e:
+            log.info("Demo upload failed: %s", e)
+            return IngestResult(name, "failed", error=str(e))
+        except Exception:  # noqa: BLE001 - the visitor gets a sentence, the log gets the traceback
+            log.exception("Unexpected failure in a demo upload")
+            return IngestResult(name, "failed", error=str(DemoTrouble(f"adding “{name}”")))
+        if result.status in ("added", "unchanged") and result.doc_id:
+            try:
+                save_original(self.settings, result.doc_id, data, doc.source.kind)
+            except OSError:
+                log.exception("Could not keep the original of a demo upload")
+        return result
+
+    def import_wikipedia(self, title: str, lang: str = "en", progress: Progress | None = None) -> WikiImportResult:
+        """Import one Wikipedia article into this session's library (counts as one file; LimitReached when full)."""
+        self._touch()
+        self._hub._reserve(self.session_id, title, 0)
+        doc_id = None
+        try:
+            result = import_article(self._library, self.settings, title, lang, owner=self.session_id,
+                                    progress=progress)
+            if result.status in ("added", "unchanged"):
+                doc_id = result.doc_id
+            return result
+        finally:
+            self._hub._settle(self.session_id, 0, doc_id)
+
+    def check_room(self, file_name: str = "document", size: int = 0) -> None:
+        """Raise LimitReached now if one more document of `size` bytes would not fit (nothing is reserved)."""
+        self._hub._reserve(self.session_id, file_name, size)
+        self._hub._settle(self.session_id, size, None)
+
+    def refresh_wikipedia(self, progress: Progress | None = None) -> RefreshReport:
+        """Check this session's own Wikipedia articles for newer revisions; the shared samples are never touched."""
+        self._touch()
+        return refresh(self._library, self.settings, owners=[self.session_id], progress=progress)
+
+    def delete(self, doc_id: str) -> DocumentInfo:
+        """Delete one of this session's own documents (SampleReadOnly for a sample; DocumentNotFound otherwise)."""
+        self._touch()
+        try:
+            info = self._library.delete(doc_id, owners=[self.session_id])
+        except DocumentNotFound:
+            if self.is_shared(doc_id):
+                raise SampleReadOnly() from None
+            raise
+        delete_original(self.settings, doc_id)
+        return info
+
+    def clear(self) -> int:
+        """Delete all of this session's documents (the shared samples stay); returns how many."""
+        self._touch()
+        return self._hub._purge_owner(self.session_id)
+
+
+# --------------------------------------------------------------------------- samples
+def _sample_document(path: Path, settings: Settings) -> Document:
+    data = path.read_bytes()
+    if path.suffix.lower() == ".json":
+        return _recorded_wikipedia(data, path.name)
+    return load_bytes(data, path.name, settings)
+
+
+def _recorded_wikipedia(data: bytes, file_name: str) -> Document:
+    """A Document from a recorded MediaWiki prop=extracts response (plain text with == headings ==)."""
+    try:
+        page = next(iter(json.loads(data)["query"]["pages"].values()))
+        title, text, page_id = page["title"], page["extract"], int(page["pageid"])
+    except (ValueError, KeyError, StopIteration, TypeError) as e:
+        raise DocChatError(f"The sample “{file_name}” is not a recorded Wikipedia extract.") from e
+    lang = "en"
+    source = SourceMeta(file_name=title, title=title, kind="wikipedia",
+                        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), url=article_url(lang, title),
+                        license=LICENSE, lang=lang, page_id=page_id)
+    doc_id = "wp-sample-" + hashlib.sha256(f"{lang}:{page_id}:{source.sha256}".encode()).hexdigest()[:16]
+    return Document(doc_id=doc_id, text=text, sections=split_sections(text), source=source)
+
+
+def _timestamp(iso: str) -> float:
+    try:
+        return datetime.fromisoformat(iso).timestamp()
+    except (TypeError, ValueError):
+        return 0.0

@@ -1,0 +1,187 @@
+"""The docker-compose stack and the Dockerfile, checked statically (this environment has no Docker engine), and the
+switch between a Qdrant server (QDRANT_URL) and embedded Qdrant in rag_core.store.open_client."""
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rag_core.config import DEFAULT_OLLAMA_MODEL, load_settings
+from rag_core.errors import LibraryBusy, StoreUnavailable
+from rag_core.store import open_client
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "docker-compose.yml"
+GPU = ROOT / "docker-compose.gpu.yml"
+DOCKERFILE = ROOT / "Dockerfile"
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+@pytest.fixture(scope="module")
+def dockerfile() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            word, _, rest = line.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def _env(service: dict) -> dict[str, str]:
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(item.split("=", 1) for item in env)
+    return {k: str(v) for k, v in env.items()}
+
+
+def _requirement_pin(name: str) -> str:
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        m = re.match(rf"^{re.escape(name)}==(\S+)", line.strip())
+        if m:
+            return m.group(1)
+    raise AssertionError(f"{name} is not pinned in requirements.txt")
+
+
+# --------------------------------------------------------------------------- docker-compose.yml
+def test_compose_has_the_four_services(compose):
+    assert set(compose["services"]) == {"qdrant", "ollama", "ollama-pull", "app"}
+    assert set(compose["volumes"]) >= {"qdrant_data", "ollama_models", "docchat_data"}
+
+
+def test_qdrant_service(compose):
+    q = compose["services"]["qdrant"]
+    assert re.fullmatch(r"qdrant/qdrant:v\d+\.\d+\.\d+", q["image"]), "official image, pinned to a release"
+    major_minor = tuple(int(x) for x in q["image"].split(":v")[1].split(".")[:2])
+    client = tuple(int(x) for x in _requirement_pin("qdrant-client").split(".")[:2])
+    assert major_minor[0] == client[0] and abs(major_minor[1] - client[1]) <= 1, "server and client must be compatible"
+    assert "qdrant_data:/qdrant/storage" in q["volumes"]
+    test = " ".join(q["healthcheck"]["test"])
+    assert "6333" in test and "readyz" in test
+    assert "ports" not in q, "Qdrant stays on the stack's private network"
+
+
+def test_ollama_and_pull_services(compose):
+    o, pull = compose["services"]["ollama"], compose["services"]["ollama-pull"]
+    assert re.fullmatch(r"ollama/ollama:\d+\.\d+\.\d+", o["image"])
+    assert pull["image"] == o["image"]
+    assert "ollama_models:/root/.ollama" in o["volumes"]
+    assert o["healthcheck"]["test"] == ["CMD", "ollama", "list"]
+    assert "ports" not in o
+    # the one-shot pull: talks to the ollama service, runs once, after Ollama is healthy
+    assert _env(pull)["OLLAMA_HOST"] == "http://ollama:11434"
+    assert pull["entrypoint"] == ["ollama", "pull"]
+    assert pull["command"] == [f"${{DOCCHAT_OLLAMA_MODEL:-{DEFAULT_OLLAMA_MODEL}}}"]
+    assert pull["restart"] == "no"
+    assert pull["depends_on"] == {"ollama": {"condition": "service_healthy"}}
+
+
+def test_app_service_wiring(compose):
+    app = compose["services"]["app"]
+    assert app["build"] == "." and (ROOT / "Dockerfile").is_file()
+    env = _env(app)
+    # QDRANT_URL / OLLAMA_HOST point at the services, on their real ports, and are settings rag_core reads
+    assert env["QDRANT_URL"] == "http://qdrant:6333"
+    assert env["OLLAMA_HOST"] == "http://ollama:11434"
+    assert env["DOCCHAT_OLLAMA_MODEL"] == f"${{DOCCHAT_OLLAMA_MODEL:-{DEFAULT_OLLAMA_MODEL}}}"
+    settings = load_settings({k: v for k, v in env.items() if "${" not in v})
+    assert settings.qdrant_url == "http://qdrant:6333" and settings.ollama_host == "http://ollama:11434"
+    assert str(settings.data_dir) == "/data" and "docchat_data:/data" in app["volumes"]
+    assert app["depends_on"] == {"qdrant": {"condition": "service_healthy"},
+                                 "ollama": {"condition": "service_healthy"},
+                                 "ollama-pull": {"condition": "service_completed_successfully"}}
+    assert app["ports"] == ["127.0.0.1:${DOCCHAT_PORT:-8501}:8501"], "published on this computer only"
+
+
+def test_gpu_override(compose):
+    gpu = yaml.safe_load(GPU.read_text())
+    assert set(gpu["services"]) == {"ollama"}, "the override touches Ollama only"
+    (device,) = gpu["services"]["ollama"]["deploy"]["resources"]["reservations"]["devices"]
+    assert device["driver"] == "nvidia" and device["capabilities"] == ["gpu"]
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose not installed (apt install docker-compose)")
+def test_docker_compose_config_accepts_the_files():
+    for files in (["-f", str(COMPOSE)], ["-f", str(COMPOSE), "-f", str(GPU)]):
+        proc = subprocess.run(["docker-compose", *files, "config"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        merged = yaml.safe_load(proc.stdout)
+        assert merged["services"]["app"]["depends_on"]["ollama-pull"]["condition"] == "service_completed_successfully"
+    assert "nvidia" in proc.stdout
+    broken = COMPOSE.read_text().replace("condition: service_healthy", "condition: when_it_feels_like_it", 1)
+    proc = subprocess.run(["docker-compose", "-f", "-", "config"], cwd=ROOT, input=broken, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode != 0, "docker-compose config must reject an invalid file (else this check proves nothing)"
+
+
+# --------------------------------------------------------------------------- Dockerfile
+def test_dockerfile_base_and_cpu_only_torch(dockerfile):
+    (base,) = [args for word, args in dockerfile if word == "FROM"]
+    assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?", base), "a pinned Python 3.11 image"
+    runs = " ".join(args for word, args in dockerfile if word == "RUN")
+    torch = _requirement_pin("torch")
+    assert f"--index-url https://download.pytorch.org/whl/cpu torch=={torch}" in runs
+    assert runs.index("whl/cpu") < runs.index("-r requirements.txt"), "CPU torch before the other requirements"
+
+
+def test_dockerfile_runs_the_app_as_a_non_root_user_with_a_healthcheck(dockerfile):
+    users = [args for word, args in dockerfile if word == "USER"]
+    assert users and users[-1] not in ("root", "0"), "the app must not run as root"
+    cmd = next(args for word, args in reversed(dockerfile) if word == "CMD")
+    assert '"streamlit", "run", "app.py"' in cmd and "--server.address=0.0.0.0" in cmd
+    assert dockerfile.index(("USER", users[-1])) < [w for w, _ in dockerfile].index("CMD")
+    (health,) = [args for word, args in dockerfile if word == "HEALTHCHECK"]
+    assert "http://127.0.0.1:8501/_stcore/health" in health
+    assert "8501" in [args for word, args in dockerfile if word == "EXPOSE"]
+    env = " ".join(args for word, args in dockerfile if word == "ENV")
+    assert "HF_HUB_OFFLINE=1" in env and "DOCCHAT_DATA_DIR=/data" in env
+
+
+def test_dockerignore_keeps_secrets_and_bulk_out():
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    assert {".git", ".venv", "data", "tests", ".streamlit/secrets.toml", ".env"} <= ignored
+    for needed in ("app.py", "rag_core", "samples", "pages", ".streamlit"):
+        assert needed not in ignored and (ROOT / needed).exists(), needed
+
+
+# --------------------------------------------------------------------------- QDRANT_URL vs embedded
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the block ends: nothing listens there
+
+
+def test_qdrant_url_that_does_not_answer_is_a_friendly_error(tmp_path):
+    url = f"http://127.0.0.1:{_closed_port()}"
+    settings = load_settings({"QDRANT_URL": url, "DOCCHAT_DATA_DIR": str(tmp_path / "data")})
+    with pytest.raises(StoreUnavailable) as err:
+        open_client(settings)
+    assert "QDRANT_URL" in str(err.value) and "Qdrant is running" in str(err.value)
+    assert not settings.qdrant_path.exists(), "with QDRANT_URL set, no embedded store is created"
+
+
+def test_without_qdrant_url_the_store_is_embedded_on_disk(tmp_path):
+    settings = load_settings({"DOCCHAT_DATA_DIR": str(tmp_path / "data")})
+    assert settings.qdrant_url is None
+    client = open_client(settings)
+    try:
+        assert type(client._client).__name__ == "QdrantLocal"
+        assert settings.qdrant_path.is_dir()
+        with pytest.raises(LibraryBusy):  # one embedded client per folder: a second one is refused politely
+            open_client(settings)
+    finally:
+        client.close()
+    open_client(settings).close()  # released on close
