@@ -34,7 +34,7 @@ class Settings:
     llm_timeout_s: float = 60.0
     temperature: float = 0.1
     top_k: int = 5
-    min_relevance: float = 0.25
+    min_relevance: float = 0.25  # dense cosine of the best passage in scope; calibrated in docs/answers.md
     history_tokens: int = 1000
     max_context_tokens: int = 8192  # ceiling for Ollama's num_ctx; sources that don't fit are dropped whole
     answer_tokens: int = 1024  # room kept in num_ctx for the reply (also its num_predict cap)

@@ -1,0 +1,74 @@
+"""The `ask` command: stream a grounded answer to the terminal, or print it as JSON."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .citations import citation_json, passage_json
+from .config import Settings
+from .models import Answer
+
+
+def _print_sources(ans: Answer) -> None:
+    if not ans.citations:
+        return
+    print("\nSources:")
+    for c in ans.citations:
+        j = citation_json(c)
+        where = ", ".join(x for x in (f"p. {j['page']}" if j["page"] else "", j["section"]) if x)
+        print(f"  [{j['n']}] {j['title']}{' — ' + where if where else ''}{'  ' + j['url'] if j['url'] else ''}")
+        quote = " ".join(j["quote"].split())
+        print(f"      “{quote[:240]}{'…' if len(quote) > 240 else ''}”")
+
+
+def answer_json(ans: Answer) -> dict:
+    """The `ask --json` shape."""
+    return {"answer": ans.text, "mode": ans.mode, "citations": [citation_json(c) for c in ans.citations],
+            "passages": [passage_json(p, i) for i, p in enumerate(ans.passages, 1)],
+            "incomplete": ans.incomplete, "notice": ans.notice, "invalid_markers": ans.invalid_markers,
+            "question": ans.question, "standalone_question": ans.standalone_question,
+            "relevance": None if ans.relevance is None else round(ans.relevance, 4)}
+
+
+def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
+    """Answer one question from the library; exit code 1 when the answer is incomplete."""
+    from .generation import start_answer
+    from .library import Library
+
+    if args.model:
+        settings = settings.with_overrides(ollama_model=args.model)
+    lib = Library(settings)
+    try:
+        stream = start_answer(lib, args.question, settings, doc_ids=args.doc_ids, use_llm=not args.no_llm, k=args.k)
+        if args.json:
+            for _ in stream:
+                pass
+        else:
+            for delta in stream:
+                print(delta, end="", flush=True)
+            print()
+    finally:
+        lib.close()
+    ans = stream.answer
+    assert ans is not None
+    if args.json:
+        print(json.dumps(answer_json(ans), ensure_ascii=False, indent=2))
+    else:
+        _print_sources(ans)
+        if ans.notice:
+            print(f"\nNote: {ans.notice}", file=sys.stderr)
+    return 1 if ans.incomplete else 0
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add the `ask` subcommand."""
+    p = sub.add_parser("ask", parents=[common], help="ask a question; the answer cites your documents")
+    p.add_argument("question")
+    p.add_argument("--model", help="Ollama model to use (default: $DOCCHAT_OLLAMA_MODEL)")
+    p.add_argument("--no-llm", action="store_true",
+                   help="no language model: quote the most relevant sentences (extractive answer)")
+    p.add_argument("-k", type=int, default=None, help="number of passages to retrieve (default: $DOCCHAT_TOP_K)")
+    p.add_argument("--doc", dest="doc_ids", action="append", metavar="DOC_ID",
+                   help="only search this document (repeatable; ids from `list`)")
+    p.set_defaults(func=cmd_ask)

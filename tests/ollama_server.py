@@ -1,0 +1,332 @@
+"""A scriptable Ollama-compatible HTTP server for tests: the real wire protocol on 127.0.0.1, no model.
+
+It speaks what the official `ollama` client and langchain-ollama's ChatOllama use:
+  POST /api/chat   streaming NDJSON (chunked), one {"message": {"role", "content"}, "done": false} line per
+                   delta, then a final line with done=true, done_reason and the duration/count counters;
+                   {"stream": false} gets one JSON object.  Unknown model -> 404 {"error": "model ... not found"}.
+  GET  /api/tags   installed models.        POST /api/show   model details (404 when missing).
+  POST /api/pull   NDJSON progress {status, digest, total, completed} ending in {"status": "success"}.
+  GET  /api/version, GET /  (liveness).
+Each test scripts the chat replies (fixed text, citations, delays, a dropped connection, an error line, an
+HTTP error) and reads back every request received (`requests`, `chat_requests`).
+
+    with OllamaServer(models=["llama3.2:3b"]) as srv:
+        srv.script(Reply("Paris is the capital [1]."))
+        settings = Settings(ollama_host=srv.url, ...)
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterable
+
+_TOKEN_RE = re.compile(r"\S+\s*|\s+")
+
+
+@dataclass
+class Reply:
+    """How the server answers one /api/chat request."""
+
+    text: str = "This is the scripted answer [1]."
+    chunks: list[str] | None = None  # explicit deltas; default: the text split after each word
+    delay_first: float = 0.0  # seconds before anything (even headers) is sent: a slow model load
+    delay_between: float = 0.0  # seconds between deltas
+    disconnect_after: int | None = None  # drop the connection after this many deltas (no final line)
+    error: str | None = None  # an {"error": ...} line after the deltas (Ollama's mid-stream failure)
+    status: int = 200  # non-200: answer {"error": error_body} with this HTTP status instead
+    error_body: str = "internal error"
+    done_reason: str = "stop"
+    thinking: str | None = None  # emitted first as <think>…</think> content, like a reasoning model
+
+    def deltas(self) -> list[str]:
+        """The content pieces streamed for this reply."""
+        parts = list(self.chunks) if self.chunks is not None else _TOKEN_RE.findall(self.text)
+        if self.thinking is not None:
+            parts = ["<think>", self.thinking, "</think>\n\n"] + parts
+        return parts
+
+
+Responder = Callable[[dict], Reply]
+
+
+@dataclass
+class Recorded:
+    """One request as the server received it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class PullScript:
+    """How /api/pull behaves."""
+
+    layers: int = 2
+    total: int = 4_000_000
+    steps: int = 4
+    error: str | None = None  # e.g. "pull model manifest: file does not exist"
+    delay_between: float = 0.0
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _model_entry(name: str) -> dict:
+    digest = f"{abs(hash(name)) % (16 ** 12):012x}" * 5 + "abcd"
+    return {"name": name, "model": name, "modified_at": "2026-11-01T10:00:00Z", "size": 2_019_393_189,
+            "digest": digest[:64],
+            "details": {"parent_model": "", "format": "gguf", "family": "llama", "families": ["llama"],
+                        "parameter_size": "3.2B", "quantization_level": "Q4_K_M"}}
+
+
+class OllamaServer:
+    """Threaded Ollama look-alike on 127.0.0.1:<free port>; use as a context manager."""
+
+    def __init__(self, models: Iterable[str] = ("llama3.2:3b",), default: Reply | Responder | None = None,
+                 token: str | None = None) -> None:
+        self.models: list[str] = list(models)
+        self.default: Reply | Responder = default or Reply()
+        self.token = token  # when set, requests need "Authorization: Bearer <token>"
+        self.pull = PullScript()
+        self.requests: list[Recorded] = []
+        self._queue: deque[Reply | Responder] = deque()
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting -----------------------------------------------------------
+    def script(self, *replies: Reply | Responder | str) -> "OllamaServer":
+        """Queue replies for the next /api/chat requests (then `default` answers)."""
+        for r in replies:
+            self._queue.append(Reply(r) if isinstance(r, str) else r)
+        return self
+
+    def _next_reply(self, body: dict) -> Reply:
+        with self._lock:
+            item = self._queue.popleft() if self._queue else self.default
+        return item(body) if callable(item) and not isinstance(item, Reply) else item
+
+    @property
+    def chat_requests(self) -> list[dict]:
+        """Bodies of the /api/chat requests, oldest first."""
+        return [r.body for r in self.requests if r.path == "/api/chat"]
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    # -- lifecycle -----------------------------------------------------------
+    def start(self) -> "OllamaServer":
+        server = self
+
+        class Handler(_Handler):
+            owner = server
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="ollama-test-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "OllamaServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep that ends early when the server stops."""
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    owner: OllamaServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
+        pass
+
+    # -- plumbing ------------------------------------------------------------
+    def _read_body(self) -> Any:
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw.decode("utf-8", "replace")
+
+    def _record(self, body: Any) -> None:
+        self.owner.requests.append(Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
+                                            body))
+
+    def _send_json(self, status: int, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _line(self, obj: Any) -> None:
+        data = json.dumps(obj).encode() + b"\n"
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _authorised(self) -> bool:
+        token = self.owner.token
+        if token and self.headers.get("Authorization") != f"Bearer {token}":
+            self._send_json(401, {"error": "unauthorized"})
+            return False
+        return True
+
+    # -- routes --------------------------------------------------------------
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        self._record(None)
+        if self.path in ("/", ""):
+            data = b"Ollama is running"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        elif not self._authorised():
+            return
+        elif self.path == "/api/tags":
+            self._send_json(200, {"models": [_model_entry(m) for m in self.owner.models]})
+        elif self.path == "/api/version":
+            self._send_json(200, {"version": "0.12.6"})
+        else:
+            self._send_json(404, {"error": "404 page not found"})
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self._read_body()
+        self._record(body)
+        if not self._authorised():
+            return
+        body = body if isinstance(body, dict) else {}
+        route = {"/api/chat": self._chat, "/api/show": self._show, "/api/pull": self._pull}.get(self.path)
+        if route is None:
+            self._send_json(404, {"error": "404 page not found"})
+        else:
+            route(body)
+
+    def _show(self, body: dict) -> None:
+        name = body.get("model") or body.get("name") or ""
+        if name not in self.owner.models:
+            self._send_json(404, {"error": f"model '{name}' not found"})
+            return
+        self._send_json(200, {
+            "modelfile": f"FROM {name}\n", "parameters": "stop \"<|eot_id|>\"", "template": "{{ .Prompt }}",
+            "details": _model_entry(name)["details"],
+            "model_info": {"general.architecture": "llama", "llama.context_length": 131072},
+            "capabilities": ["completion", "tools"], "modified_at": "2026-11-01T10:00:00Z"})
+
+    def _chat(self, body: dict) -> None:
+        owner = self.owner
+        model = body.get("model", "")
+        if model not in owner.models:
+            self._send_json(404, {"error": f'model "{model}" not found, try pulling it first'})
+            return
+        reply = owner._next_reply(body)
+        owner.sleep(reply.delay_first)
+        if reply.status != 200:
+            self._send_json(reply.status, {"error": reply.error_body})
+            return
+        started = time.perf_counter_ns()
+        prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
+        deltas = reply.deltas()
+        if body.get("stream") is False:
+            self._send_json(200, self._final(model, "".join(deltas), reply, prompt_chars, len(deltas), started))
+            return
+        self._start_stream()
+        try:
+            for i, delta in enumerate(deltas):
+                if reply.disconnect_after is not None and i >= reply.disconnect_after:
+                    self.close_connection = True  # no terminating chunk: the client sees a cut body
+                    return
+                if i:
+                    owner.sleep(reply.delay_between)
+                self._line({"model": model, "created_at": _now(),
+                            "message": {"role": "assistant", "content": delta}, "done": False})
+            if reply.disconnect_after is not None:
+                self.close_connection = True
+                return
+            if reply.error:
+                self._line({"error": reply.error})
+            else:
+                self._line(self._final(model, "", reply, prompt_chars, len(deltas), started))
+            self._end_stream()
+        except (BrokenPipeError, ConnectionResetError):  # the client went away: fine
+            self.close_connection = True
+
+    @staticmethod
+    def _final(model: str, content: str, reply: Reply, prompt_chars: int, count: int, started: int) -> dict:
+        took = max(1, time.perf_counter_ns() - started)
+        return {"model": model, "created_at": _now(), "message": {"role": "assistant", "content": content},
+                "done": True, "done_reason": reply.done_reason, "total_duration": took, "load_duration": 1000,
+                "prompt_eval_count": max(1, prompt_chars // 4), "prompt_eval_duration": took // 2,
+                "eval_count": count, "eval_duration": took // 2}
+
+    def _pull(self, body: dict) -> None:
+        owner, script = self.owner, self.owner.pull
+        name = body.get("model") or body.get("name") or ""
+        if body.get("stream") is False:
+            if script.error:
+                self._send_json(500, {"error": script.error})
+            else:
+                owner.models.append(name) if name not in owner.models else None
+                self._send_json(200, {"status": "success"})
+            return
+        self._start_stream()
+        self._line({"status": "pulling manifest"})
+        if script.error:
+            self._line({"error": script.error})
+            self._end_stream()
+            return
+        for layer in range(script.layers):
+            digest = f"sha256:{layer:064x}"
+            for step in range(script.steps + 1):
+                owner.sleep(script.delay_between)
+                self._line({"status": f"pulling {digest[7:19]}", "digest": digest, "total": script.total,
+                            "completed": script.total * step // script.steps})
+        for status in ("verifying sha256 digest", "writing manifest", "success"):
+            self._line({"status": status})
+        if name not in owner.models:
+            owner.models.append(name)
+        self._end_stream()
+
+
+__all__ = ["OllamaServer", "PullScript", "Recorded", "Reply"]
