@@ -374,9 +374,15 @@ def verify_answer(answer: Answer, embedder: "Embedder", method: str = "combined"
     for k, (span, _) in enumerate(sentences):
         cited = tuple(cites_for[k])
         if k not in claim_of:
+            # Not a claim (a question, a label) - but a word-for-word quote of its cited passage still backs [n]
+            # (extractive answers quote questions from the documents too).
+            quote = claim_text(answer.text[span[0]:span[1]])
+            found = {n: _verbatim(quote, numbered[n].chunk.text) for n in cited}
             checks.append(SentenceCheck(span[0], span[1], NO_CLAIM, cited))
-            if orphan[k]:
-                for n in cited:
+            for n in cited:
+                if found[n]:
+                    uses[n].append((span, Evidence(*found[n], 1.0, 1.0, True, True, True)))
+                elif orphan[k]:
                     uses[n].append((span, None))
             continue
         row = dict(zip(ns, matrix[claim_of[k]]))

@@ -6,7 +6,7 @@ import logging
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -14,6 +14,7 @@ import numpy as np
 from . import citations as cites
 from .config import Settings
 from .errors import DocChatError, LLMError, LLMTimeout, StreamInterrupted
+from .evidence import verify_answer
 from .llm import client_kwargs, translate_error
 from .models import Answer, Citation, Passage
 from .retrieval import embed_queries, retrieve
@@ -72,6 +73,8 @@ NOTICE_EMPTY = ("There are no documents to search yet. Add files on the Library 
                 "then ask again.")
 NOTICE_NOT_IN_SOURCES = ("The model found no answer in the retrieved passages, so it did not make one up. "
                           "Try rephrasing the question, or add a document that covers it.")
+NOTICE_UNSUPPORTED = ("Careful: no sentence of this answer could be matched to a passage of your documents, so it may "
+                      "not come from them. Check the sources beside it, or rephrase the question.")
 NOTICE_LENGTH = "The answer reached its length limit (DOCCHAT_ANSWER_TOKENS) and was cut off."
 NOTICE_STOPPED = "The answer was stopped before it finished."
 NOTICE_UNEXPECTED = ("Something unexpected went wrong while answering; nothing was changed in your library. "
@@ -410,8 +413,16 @@ class AnswerStream:
         if self.prompt is not None:
             extra.update(num_ctx=self.prompt.num_ctx, prompt_tokens=self.prompt.tokens, dropped=self.prompt.dropped)
         extra.update(kw.pop("extra", {}))
-        self.answer = Answer(text=text, mode=mode, passages=tuple(self.passages), question=self.question,
-                             standalone_question=self._standalone, extra=extra, **kw)
+        answer = Answer(text=text, mode=mode, passages=tuple(self.passages), question=self.question,
+                        standalone_question=self._standalone, extra=extra, **kw)
+        if mode != "not_found" and text.strip() and answer.passages:
+            # Check every [n] against its passage; uncited sentences get a matched source when one backs them.
+            t = time.perf_counter()
+            answer = verify_answer(answer, self.library.embedder)
+            self.timings["verify"] = round((time.perf_counter() - t) * 1000, 2)
+            if mode == "ollama" and not answer.incomplete and answer.extra.get("evidence", {}).get("supported_claims") == 0:
+                answer = replace(answer, notice=NOTICE_UNSUPPORTED)
+        self.answer = answer
         return self.answer
 
     # -- the pipeline --------------------------------------------------------

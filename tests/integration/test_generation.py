@@ -94,6 +94,19 @@ def test_streams_answer_with_numbered_sources_and_citations(docs_library, server
     assert ans.extra["timings"]["first_token"] > 0
 
 
+def test_citations_are_verified_and_an_unbacked_answer_is_flagged(docs_library, server, llm_settings):
+    server.script(Reply("Beautiful is better than ugly [1]."),
+                  Reply("The Zen of Python was written in 1842 by Queen Victoria [1]."))
+    _, good = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
+    (c,) = good.citations
+    assert c.status == "verified" and good.notice is None
+    assert "Beautiful is better than ugly" in c.passage.chunk.text[c.evidence_start:c.evidence_end]
+
+    _, bad = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
+    assert [c.status for c in bad.citations] == ["unsupported"]
+    assert bad.notice == gen.NOTICE_UNSUPPORTED and bad.mode == "ollama"
+
+
 def test_invalid_marker_is_counted_logged_and_never_a_source(docs_library, server, llm_settings, caplog):
     server.script(Reply("Flat is better than nested [2]. Sparse is better than dense [9]. Both [1, 9]."))
     with caplog.at_level(logging.WARNING, logger="rag_core.citations"):
