@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 import streamlit as st
 
@@ -11,6 +11,9 @@ from rag_core import render
 from rag_core.config import Settings
 from rag_core.models import Answer, Chunk, Citation, Passage
 from rag_core.originals import load_original
+
+if TYPE_CHECKING:
+    from rag_core.sessions import SessionLibrary
 
 WIKIPEDIA_LICENSE_LINE = "Text from Wikipedia, available under the Creative Commons Attribution-ShareAlike License 4.0 (CC BY-SA 4.0)."
 MODE_BADGES = {
@@ -63,6 +66,26 @@ def _page_png(data_dir: str, doc_id: str, chunk_text: str, page_start: int, page
     return render.pdf_page_for(pdf, chunk_text, page_start, page_end, evidence)
 
 
+@st.cache_data(max_entries=64, show_spinner="Drawing the page…")
+def _demo_page_png(doc_id: str, chunk_text: str, page_start: int, page_end: int | None, evidence: str | None,
+                   _pdf: bytes) -> tuple[int, bytes] | None:
+    # Keyed by doc_id: demo ids are scoped to their owner and fixed by content, so one id is one file. The caller
+    # has already checked that the session may see the document (SessionLibrary.original).
+    return render.pdf_page_for(_pdf, chunk_text, page_start, page_end, evidence)
+
+
+def _page_image(chunk: Chunk, evidence: str | None, settings: Settings,
+                session: "SessionLibrary | None") -> tuple[int, bytes] | None:
+    """The rendered PDF page of a passage; in the demo only through the session's own view of its documents."""
+    if session is None:
+        return _page_png(str(settings.data_dir), chunk.doc_id, chunk.text, chunk.page_start, chunk.page_end,
+                         evidence)
+    pdf = session.original(chunk.doc_id)
+    if pdf is None:
+        return None
+    return _demo_page_png(chunk.doc_id, chunk.text, chunk.page_start, chunk.page_end, evidence, _pdf=pdf)
+
+
 def _evidence(c: Citation) -> str | None:
     text = c.passage.chunk.text
     if c.evidence_start is None or c.evidence_end is None or not (0 <= c.evidence_start < c.evidence_end <= len(text)):
@@ -79,7 +102,7 @@ def _wikipedia_lines(chunk: Chunk) -> None:
     st.caption(WIKIPEDIA_LICENSE_LINE + rev)
 
 
-def show_citation(c: Citation, key: str, settings: Settings) -> None:
+def show_citation(c: Citation, key: str, settings: Settings, session: "SessionLibrary | None" = None) -> None:
     """One source card: [n], title, page/section, the quote with the cited sentence highlighted, links, page image."""
     chunk = c.passage.chunk
     with st.container(border=True, key=f"source_card_{key}"):
@@ -95,8 +118,7 @@ def show_citation(c: Citation, key: str, settings: Settings) -> None:
             exp = st.expander("Show on the page", icon=":material/description:", key=key, on_change="rerun")
             with exp:
                 if exp.open:
-                    got = _page_png(str(settings.data_dir), chunk.doc_id, chunk.text, chunk.page_start,
-                                    chunk.page_end, _evidence(c))
+                    got = _page_image(chunk, _evidence(c), settings, session)
                     if got is None:
                         st.caption("The page image is not available (the original file was not kept).")
                     else:
@@ -116,26 +138,27 @@ def show_other_passages(passages: Iterable[Passage]) -> None:
             st.markdown("> " + render.highlight_markdown(p.chunk.text, None, None, context=160))
 
 
-def show_sources(answer: Answer, key: str, settings: Settings) -> None:
+def show_sources(answer: Answer, key: str, settings: Settings, session: "SessionLibrary | None" = None) -> None:
     """The sources column beside a reply."""
     cited = {c.passage.chunk.point_id for c in answer.citations}
     others = [p for p in answer.passages if p.chunk.point_id not in cited]
     if answer.citations:
         st.markdown("**Sources**")
         for c in answer.citations:
-            show_citation(c, f"{key}_page_{c.n}", settings)
+            show_citation(c, f"{key}_page_{c.n}", settings, session)
     elif answer.mode != "not_found":
         st.caption("This reply does not cite a specific passage.")
     show_other_passages(others)
 
 
-def show_assistant_turn(answer: Answer | None, error: str | None, key: str, settings: Settings) -> None:
-    """A whole assistant turn: reply on the left, its sources on the right."""
+def show_assistant_turn(answer: Answer | None, error: str | None, key: str, settings: Settings,
+                        session: "SessionLibrary | None" = None, error_kind: str = "error") -> None:
+    """A whole assistant turn: reply on the left, its sources on the right (error_kind "warning" for a limit)."""
     if answer is None:
-        show_message(error or "Something went wrong while answering.", "error")
+        show_message(error or "Something went wrong while answering.", error_kind)
         return
     left, right = st.columns([1, 1], gap="large")
     with left:
         show_reply(answer)
     with right:
-        show_sources(answer, key, settings)
+        show_sources(answer, key, settings, session)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # imported lazily: loading them takes seconds, and the page p
     from rag_core.embeddings import Embedder
     from rag_core.jobs import IngestQueue
     from rag_core.library import Library
+    from rag_core.sessions import DemoHub, SessionLibrary
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +25,12 @@ TURNS = "chat_turns"  # list[dict]: {"id", "role", "text", "answer": Answer | No
 OVERRIDES = "settings_overrides"  # dict of Settings fields changed on the Settings page (this session only)
 PREFS = "prefs"  # dict of UI choices: "use_llm", "scope_default"
 UPLOAD_JOBS = "upload_jobs"  # list of IngestQueue job ids submitted by this session
+DEMO_SESSION = "demo_session_id"  # this browser session's private library id (hosted demo only)
+NOTICES = "page_notices"  # list of (kind, sentence) shown on the Library page until dismissed or replaced
 
 DEFAULT_PREFS: dict[str, Any] = {"use_llm": True, "scope_default": "all"}
 OVERRIDABLE = ("ollama_host", "ollama_model", "top_k")
+SERVER_ONLY = ("ollama_host", "ollama_model")  # in the hosted demo only the server decides these
 
 
 def _secrets() -> dict | None:
@@ -45,9 +49,19 @@ def base_settings() -> Settings:
 
 
 def get_settings() -> Settings:
-    """Settings for this session: the base settings plus what the person changed on the Settings page."""
-    overrides = {k: v for k, v in st.session_state.get(OVERRIDES, {}).items() if k in OVERRIDABLE}
-    return base_settings().with_overrides(**overrides)
+    """Settings for this session: the base settings plus what the person changed on the Settings page.
+
+    In the hosted demo a visitor's Ollama host and model are ignored: the server must never call a host a visitor
+    chose."""
+    base = base_settings()
+    allowed = [k for k in OVERRIDABLE if not (is_demo(base) and k in SERVER_ONLY)]
+    overrides = {k: v for k, v in st.session_state.get(OVERRIDES, {}).items() if k in allowed}
+    return base.with_overrides(**overrides)
+
+
+def is_demo(settings: Settings | None = None) -> bool:
+    """True when this server runs as the hosted demo (DOCCHAT_MODE=demo)."""
+    return (settings or base_settings()).mode == "demo"
 
 
 def set_override(name: str, value: Any) -> None:
@@ -110,14 +124,63 @@ def get_queue() -> "IngestQueue":
     return _queue(_store_key(settings), settings)
 
 
+@st.cache_resource(show_spinner="Preparing the demo and its sample documents…")
+def _hub(key: tuple, _settings: Settings) -> "DemoHub":
+    from rag_core.sessions import DemoHub
+
+    hub = DemoHub(_library(key, _settings), _settings)
+    hub.load_samples()
+    hub.start_janitor()
+    return hub
+
+
+def get_hub() -> "DemoHub | None":
+    """The process-wide demo hub (sessions, limits, samples, idle cleanup); None outside the hosted demo."""
+    settings = base_settings()
+    if not is_demo(settings):
+        return None
+    return _hub(_store_key(settings), settings)
+
+
+def session_library() -> "SessionLibrary | None":
+    """This browser session's private library in the hosted demo (its own documents + the shared samples);
+    None in local mode. The session id lives in st.session_state, so each browser tab gets its own."""
+    hub = get_hub()
+    if hub is None:
+        return None
+    from rag_core.sessions import new_session_id
+
+    sid = st.session_state.setdefault(DEMO_SESSION, new_session_id())
+    return hub.session(sid)
+
+
 def owner() -> str | None:
-    """Who new documents belong to: None in local mode (one shared library)."""
-    return None
+    """Who new documents belong to: None in local mode (one shared library), the session id in the demo."""
+    sl = session_library()
+    return None if sl is None else sl.session_id
 
 
 def visible_owners() -> list[str | None] | None:
-    """Whose documents this session may see and search: None (everything) in local mode."""
-    return None
+    """Whose documents this session may see and search: None (everything) in local mode; in the demo its own
+    and the shared samples."""
+    sl = session_library()
+    return None if sl is None else list(sl.owners)
+
+
+def add_notice(text: str, kind: str = "warning") -> None:
+    """Keep a sentence to show until it is dismissed or the person does something new (for messages raised in a
+    callback or just before st.rerun, which a plain st.warning would not survive)."""
+    st.session_state[NOTICES] = st.session_state.get(NOTICES, []) + [(kind, text)]
+
+
+def notices() -> list[tuple[str, str]]:
+    """The kept sentences, oldest first."""
+    return list(st.session_state.get(NOTICES, []))
+
+
+def clear_notices() -> None:
+    """Forget the kept sentences (a new action starts, or the person dismissed them)."""
+    st.session_state.pop(NOTICES, None)
 
 
 # -- entry through app.py ------------------------------------------------------------

@@ -5,14 +5,16 @@ from typing import TYPE_CHECKING, Callable
 
 import streamlit as st
 
+import ui_state
 from rag_core import render, wikipedia
 from rag_core.config import Settings
-from rag_core.errors import DocChatError
+from rag_core.errors import DocChatError, LimitReached
 from rag_core.jobs import IngestQueue, JobView
 from ui_sources import show_message
 
 if TYPE_CHECKING:
     from rag_core.library import Library
+    from rag_core.sessions import SessionLibrary
 
 LANGUAGES = {"en": "English", "de": "Deutsch", "fr": "Français", "es": "Español", "it": "Italiano",
              "nl": "Nederlands", "pt": "Português", "pl": "Polski", "sv": "Svenska", "simple": "Simple English"}
@@ -20,17 +22,40 @@ HITS_KEY = "wiki_hits"  # (lang, [WikiHit]) of the last search in this session
 
 
 def submit_import(queue: IngestQueue, library: Library, settings: Settings, title: str, lang: str,
-                  owner: str | None, remember: Callable[[str], None]) -> None:
-    """Queue one article import (it runs in the background like a file upload)."""
+                  owner: str | None, remember: Callable[[str], None], session: SessionLibrary | None = None) -> bool:
+    """Queue one article import (it runs in the background like a file upload). In the demo the session's room
+    is checked first: False (and a warning kept for the next run) when its library is full."""
+    if session is not None:
+        try:
+            session.check_room(title)
+        except LimitReached as e:
+            ui_state.add_notice(str(e))  # shown on the next run: the box reruns the page right after queuing
+            return False
+
+        def work(progress):
+            return session.import_wikipedia(title, lang, progress)
+
+        remember(queue.submit(f"{title} (Wikipedia)", work, session.session_id, kind="wikipedia"))
+        return True
+
     def work(progress):
         return wikipedia.import_article(library, settings, title, lang=lang, owner=owner, progress=progress)
 
     remember(queue.submit(f"{title} (Wikipedia)", work, owner, kind="wikipedia"))
+    return True
 
 
 def submit_refresh(queue: IngestQueue, library: Library, settings: Settings, owners, owner: str | None,
-                   remember: Callable[[str], None]) -> None:
-    """Queue a check of every imported article against Wikipedia's latest revision."""
+                   remember: Callable[[str], None], session: SessionLibrary | None = None) -> None:
+    """Queue a check of every imported article against Wikipedia's latest revision (in the demo: the session's own
+    articles only, never the shared samples)."""
+    if session is not None:
+        def work(progress):
+            return session.refresh_wikipedia(progress)
+
+        remember(queue.submit("Wikipedia articles", work, session.session_id, kind="refresh"))
+        return
+
     def work(progress):
         return wikipedia.refresh(library, settings, owners=owners, progress=progress)
 
@@ -38,7 +63,7 @@ def submit_refresh(queue: IngestQueue, library: Library, settings: Settings, own
 
 
 def wikipedia_box(queue: IngestQueue, library: Library, settings: Settings, owner: str | None, owners,
-                  remember: Callable[[str], None], has_articles: bool) -> None:
+                  remember: Callable[[str], None], has_articles: bool, session: SessionLibrary | None = None) -> None:
     """Search Wikipedia, pick results, import them; check imported articles for updates."""
     with st.expander("From Wikipedia", icon=":material/public:", expanded=bool(st.session_state.get(HITS_KEY))):
         st.caption("Search Wikipedia and add articles to your library. Their text is licensed CC BY-SA 4.0; "
@@ -75,8 +100,10 @@ def wikipedia_box(queue: IngestQueue, library: Library, settings: Settings, owne
                 if add:
                     if not picked:
                         st.warning("Tick at least one article first.", icon=":material/check_box:")
+                    ui_state.clear_notices()
                     for title in picked:
-                        submit_import(queue, library, settings, title, hit_lang, owner, remember)
+                        if not submit_import(queue, library, settings, title, hit_lang, owner, remember, session):
+                            break  # full: the rest would not fit either
                     if picked:
                         st.session_state.pop(HITS_KEY, None)
                         st.rerun()
@@ -84,14 +111,22 @@ def wikipedia_box(queue: IngestQueue, library: Library, settings: Settings, owne
             st.divider()
             st.caption("Articles change on Wikipedia. Check whether yours are still current:")
             if st.button("Check for updates", icon=":material/update:", key="wiki_refresh"):
-                submit_refresh(queue, library, settings, owners, owner, remember)
+                submit_refresh(queue, library, settings, owners, owner, remember, session)
                 st.rerun()
 
 
 def wiki_job_result(job: JobView, queue: IngestQueue, library: Library, settings: Settings, owner: str | None,
-                    remember: Callable[[str], None]) -> None:
+                    remember: Callable[[str], None], session: SessionLibrary | None = None) -> None:
     """Show a finished Wikipedia import or update check."""
     r = job.result
+    if not isinstance(r, (wikipedia.WikiImportResult, wikipedia.RefreshReport)):
+        # The work raised a DocChatError (e.g. a demo limit reached while it waited in the queue): the queue made it
+        # a plain failed result, which carries only the sentence.
+        what = ("check the Wikipedia articles" if job.kind == "refresh"
+                else f"import **{render.escape_markdown(job.label)}**")
+        with st.status(f"Could not {what}", state="error", expanded=True):
+            show_message(getattr(r, "error", None) or "Something went wrong; please try again.", "error")
+        return
     if job.kind == "refresh":
         _refresh_result(r)
         return
@@ -112,7 +147,7 @@ def wiki_job_result(job: JobView, queue: IngestQueue, library: Library, settings
             st.write("Wikipedia lists these articles for it. Choose the one you mean:")
             for i, cand in enumerate(r.candidates[:12]):
                 if st.button(cand, key=f"disamb_{job.id}_{i}", type="tertiary", icon=":material/add:"):
-                    submit_import(queue, library, settings, cand, r.lang, owner, remember)
+                    submit_import(queue, library, settings, cand, r.lang, owner, remember, session)
                     queue.forget([job.id])
                     st.rerun()
     else:

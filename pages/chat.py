@@ -7,7 +7,7 @@ import streamlit as st
 
 import ui_state
 from rag_core import render
-from rag_core.errors import DocChatError
+from rag_core.errors import DocChatError, LimitReached
 from ui_sources import escaped_stream, show_assistant_turn, show_message, show_reply, show_sources
 
 HISTORY_TURNS = 12  # most recent messages handed to rag_core (it trims further to its token budget)
@@ -18,10 +18,12 @@ ui_state.require_app_entry()
 st.title("Chat with your documents")  # painted before the slow parts below (model and library load)
 settings = ui_state.get_settings()
 prefs = ui_state.prefs()
-owners = ui_state.visible_owners()
 turns: list[dict] = st.session_state.setdefault(ui_state.TURNS, [])
 library = ui_state.get_library()
 queue = ui_state.get_queue()
+session = ui_state.session_library()  # hosted demo: this tab's private library + the shared samples; else None
+owners = ui_state.visible_owners()
+me = ui_state.owner()
 
 
 @st.cache_data(ttl=20, show_spinner=False)
@@ -43,7 +45,7 @@ def _llm_line(host: str, model: str, use_llm: bool) -> tuple[str, str]:
 
 def _busy_banner() -> bool:
     """Say that files are still being added (and poll until they are); True while busy."""
-    active = queue.active(ui_state.owner())
+    active = queue.active(me)
     if not active:
         return False
     names = ", ".join(f"“{j.label}”" for j in active[:3]) + (f" and {len(active) - 3} more" if len(active) > 3 else "")
@@ -101,7 +103,8 @@ def _replay() -> None:
                 st.markdown(render.reply_markdown(turn["text"]))
                 show_message(INTERRUPTED, "warning")
             else:
-                show_assistant_turn(turn.get("answer"), turn.get("error"), turn["id"], settings)
+                show_assistant_turn(turn.get("answer"), turn.get("error"), turn["id"], settings, session,
+                                    turn.get("error_kind", "error"))
 
 
 def _ask(question: str, doc_ids: list[str] | None) -> None:
@@ -123,21 +126,27 @@ def _ask(question: str, doc_ids: list[str] | None) -> None:
                 reply = st.empty()
                 try:
                     with st.spinner("Looking through your documents…"):
-                        stream = start_answer(library, question, settings, history=history, doc_ids=doc_ids,
-                                              owners=owners, use_llm=prefs["use_llm"], k=settings.top_k)
+                        if session is not None:  # the demo: the server's settings, own + shared documents only
+                            stream = session.start_answer(question, history=history, doc_ids=doc_ids,
+                                                          k=settings.top_k, use_llm=prefs["use_llm"])
+                        else:
+                            stream = start_answer(library, question, settings, history=history, doc_ids=doc_ids,
+                                                  owners=owners, use_llm=prefs["use_llm"], k=settings.top_k)
                     with reply.container():
                         st.write_stream(escaped_stream(_recording(stream, turn)))
+                except LimitReached as e:  # a demo limit: a calm warning that says what to do
+                    turn["error"], turn["error_kind"] = str(e), "warning"
                 except DocChatError as e:
                     turn["error"] = str(e)
                 answer = _keep(turn, stream)
                 with reply.container():
                     if answer is None:
-                        show_message(turn["error"], "error")
+                        show_message(turn["error"], turn.get("error_kind", "error"))
                     else:
                         show_reply(answer)
             if answer is not None:
                 with right:
-                    show_sources(answer, turn["id"], settings)
+                    show_sources(answer, turn["id"], settings, session)
     finally:
         if turn["pending"]:  # interrupted: keep what was answered so far
             if stream is not None and stream.answer is None:
@@ -176,11 +185,19 @@ def _tidy(answer):
 
 
 # -- the page ---------------------------------------------------------------------
-docs = library.documents(owners)
-busy = queue.busy(ui_state.owner())
+docs = session.documents() if session is not None else library.documents(owners)
+busy = queue.busy(me)
 
+if session is not None:
+    from rag_core.sessions import demo_banner
+
+    show_message(demo_banner(session.settings), "info")  # privacy, retention, and who writes the answers
 if busy:
     _wait_for_ingest()
+elif session is not None:
+    if not turns:
+        st.caption(":material/lightbulb: Everyone can try the shared sample documents, for example: "
+                   "“What does the Zen of Python say about errors?” Add your own files on the Library page.")
 elif docs:
     kind, line = _llm_line(settings.ollama_host, settings.ollama_model, prefs["use_llm"])
     st.caption((":material/check_circle: " if kind == "ok" else ":material/info: ") + render.message_markdown(line))

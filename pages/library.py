@@ -5,6 +5,7 @@ import streamlit as st
 
 import ui_state
 from rag_core import render
+from rag_core.errors import DocumentNotFound, LimitReached, SampleReadOnly
 from rag_core.jobs import JobView
 from rag_core.models import DocumentInfo
 from rag_core.originals import delete_original
@@ -23,14 +24,26 @@ STAGE_TEXT = {
 }
 RUNNING_LABEL = {"file": "Adding **{}**", "wikipedia": "Importing **{}**", "refresh": "Checking **{}** for updates"}
 LIST_LIMIT = 100
+SAMPLE_BADGE = ":gray-badge[:material/lock: Sample (shared, read-only)]"
+MB = 1024 * 1024
 
 ui_state.require_app_entry()
 st.title("Your library")  # painted before the slow parts below (model and library load)
-st.caption("DocChat answers from the documents you add here. Files are read on this computer and stay in your library.")
+_base = ui_state.base_settings()
+if ui_state.is_demo(_base):
+    st.caption("DocChat answers from the shared sample documents and the files you add here. What you add is "
+               "private to this browser tab and is deleted after "
+               f"{_base.demo_session_idle_minutes} minutes without activity.")
+else:
+    st.caption("DocChat answers from the documents you add here. Files are read on this computer and stay in your "
+               "library.")
 settings = ui_state.get_settings()
 library = ui_state.get_library()
 queue = ui_state.get_queue()
+session = ui_state.session_library()  # hosted demo: this tab's private library + the shared samples; else None
 owner = ui_state.owner()
+if session is not None:
+    from rag_core.sessions import SHARED_OWNER
 
 
 # -- adding files -----------------------------------------------------------------
@@ -39,9 +52,32 @@ def _remember(job_id: str) -> None:
 
 
 def _submit(files) -> None:
+    ui_state.clear_notices()
     for f in files:
-        _remember(queue.submit_bytes(f.getvalue(), f.name, owner=owner))
+        if session is None:
+            _remember(queue.submit_bytes(f.getvalue(), f.name, owner=owner))
+            continue
+        try:  # the demo checks and reserves room now, so a limit is said at once, before any work
+            work = session.upload_work(f.getvalue(), f.name)
+        except LimitReached as e:
+            name = f.name.replace("\\", "/").rsplit("/", 1)[-1]
+            ui_state.add_notice(str(e) if name in str(e) else f"“{name}” was not added. {e}")
+            continue
+        _remember(queue.submit(f.name, work, owner=session.session_id, kind="file"))
     st.session_state["uploader_gen"] = st.session_state.get("uploader_gen", 0) + 1
+
+
+def _size(n: int) -> str:
+    return f"{n / MB:.1f} MB" if n >= MB or n == 0 else f"{max(1, round(n / 1024))} KB"
+
+
+def _usage_line() -> str:
+    """This visitor's use of the demo's limits, in one line."""
+    u = session.usage()
+    per_file = min(settings.max_upload_mb, settings.demo_max_file_mb)
+    return (f"Your demo space: {u.files} of {_plural(u.max_files, 'document')}, {_size(u.bytes)} of "
+            f"{u.max_bytes // MB} MB used; files up to {per_file} MB each; "
+            f"{_plural(u.max_questions_per_minute, 'question')} a minute.")
 
 
 def _plural(n: int | None, word: str) -> str:
@@ -60,7 +96,7 @@ def _job_box(job: JobView) -> None:
     if r is None:
         return
     if job.kind in ("wikipedia", "refresh"):
-        wiki_job_result(job, queue, library, settings, owner, _remember)
+        wiki_job_result(job, queue, library, settings, owner, _remember, session)
         return
     if r.status == "added":
         pages = f"{_plural(r.pages, 'page')}, " if r.pages else ""
@@ -82,6 +118,7 @@ def _jobs_area(job_ids: list[str]) -> None:
         if st.button("Clear these messages", icon=":material/close:", type="tertiary"):
             queue.forget(job_ids)
             st.session_state[ui_state.UPLOAD_JOBS] = []
+            ui_state.clear_notices()
             st.rerun()
 
 
@@ -93,21 +130,35 @@ def _live_jobs(job_ids: list[str]) -> None:
         st.rerun()
 
 
+max_mb = settings.max_upload_mb if session is None else min(settings.max_upload_mb, settings.demo_max_file_mb)
 files = st.file_uploader(
     "Add documents: drag files onto this box, or click Upload",
     type=FILE_TYPES,
     accept_multiple_files=True,
     key=f"uploader_{st.session_state.get('uploader_gen', 0)}",
-    max_upload_size=settings.max_upload_mb,
-    help=f"PDF, Word (.docx), text or Markdown files, up to {settings.max_upload_mb} MB each.",
+    max_upload_size=max_mb,
+    help=f"PDF, Word (.docx), text or Markdown files, up to {max_mb} MB each.",
 )
 if files:
     _submit(files)
     st.rerun()
+if session is not None:
+    st.caption(":material/data_usage: " + render.message_markdown(_usage_line()))
+kept = ui_state.notices()
+for kind, text in kept:
+    show_message(text, kind)
+if kept and st.button("Dismiss", key="dismiss_notices", icon=":material/close:", type="tertiary"):
+    ui_state.clear_notices()
+    st.rerun()
 
-docs = library.documents(ui_state.visible_owners())
-wikipedia_box(queue, library, settings, owner, ui_state.visible_owners(), _remember,
-              has_articles=any(d.kind == "wikipedia" for d in docs))
+if session is not None:
+    docs = session.documents()
+    own_articles = any(d.kind == "wikipedia" and d.owner == session.session_id for d in docs)  # samples never refresh
+else:
+    docs = library.documents(ui_state.visible_owners())
+    own_articles = any(d.kind == "wikipedia" for d in docs)
+wikipedia_box(queue, library, settings, owner, ui_state.visible_owners(), _remember, has_articles=own_articles,
+              session=session)
 
 my_jobs = st.session_state.get(ui_state.UPLOAD_JOBS, [])
 if my_jobs:
@@ -119,10 +170,26 @@ if my_jobs:
 
 # -- the document list --------------------------------------------------------------
 def _delete(doc: DocumentInfo) -> None:
-    library.delete(doc.doc_id, ui_state.visible_owners())
-    delete_original(settings, doc.doc_id)
     st.session_state.pop("confirm_delete", None)
+    ui_state.clear_notices()
+    try:
+        if session is not None:
+            session.delete(doc.doc_id)  # own documents only; the original goes with it
+        else:
+            library.delete(doc.doc_id, ui_state.visible_owners())
+            delete_original(settings, doc.doc_id)
+    except SampleReadOnly as e:
+        ui_state.add_notice(str(e))
+        return
+    except DocumentNotFound:  # already gone: deleted in another tab, or by the demo's idle cleanup
+        ui_state.add_notice(f"“{doc.title or doc.file_name}” is no longer in your library, so there was nothing to "
+                            "delete.", "info")
+        return
     st.session_state["deleted_title"] = doc.title
+
+
+def _is_sample(doc: DocumentInfo) -> bool:
+    return session is not None and doc.owner == SHARED_OWNER
 
 
 def _doc_row(doc: DocumentInfo) -> None:
@@ -133,6 +200,8 @@ def _doc_row(doc: DocumentInfo) -> None:
             url = render.safe_wikipedia_url(doc.url) if doc.kind == "wikipedia" else None
             if url:
                 title += " · " + render.link_markdown("Wikipedia", url) + " :material/open_in_new:"
+            if _is_sample(doc):
+                title += " " + SAMPLE_BADGE
             st.markdown(title)
             bits = [render.kind_label(doc.kind)]
             if doc.pages:
@@ -146,6 +215,8 @@ def _doc_row(doc: DocumentInfo) -> None:
             if "removed upstream" in doc.flags:
                 bits.append("no longer on Wikipedia")
             st.caption(render.escape_markdown(" · ".join(bits)))
+        if _is_sample(doc):  # shared by every visitor: nobody can remove it, so no Delete button
+            return
         with action:
             if st.button("Delete", key=f"del_{doc.doc_id}", icon=":material/delete:", type="tertiary",
                          help="Remove this document from your library"):

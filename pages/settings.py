@@ -14,14 +14,9 @@ st.title("Settings")
 settings = ui_state.get_settings()
 base = ui_state.base_settings()
 prefs = ui_state.prefs()
-demo = settings.mode == "demo"
+demo = ui_state.is_demo(base)
 
 st.caption("Changes here last until you close this browser tab.")
-
-# -- language model ----------------------------------------------------------------
-st.subheader("Language model (Ollama)")
-st.markdown("DocChat can use a language model running in **Ollama** to write answers. Without it, DocChat still "
-            "works: it answers by quoting the most relevant sentences from your documents.")
 
 
 def _set_host() -> None:
@@ -38,65 +33,93 @@ def _set_use_llm() -> None:
     ui_state.set_pref("use_llm", bool(st.session_state.get("set_use_llm")))
 
 
-st.toggle("Write answers with the language model when it is available", value=prefs["use_llm"],
-          key="set_use_llm", on_change=_set_use_llm)
+def _use_llm_toggle(label: str) -> None:
+    st.toggle(label, value=prefs["use_llm"], key="set_use_llm", on_change=_set_use_llm)
 
-if demo:
-    st.text_input("Ollama address", value=settings.ollama_host, disabled=True,
-                  help="Set by the administrator in this hosted demo.")
-else:
+
+def _demo_model_section() -> None:
+    """The hosted demo: the server decides the model; a visitor only sees which mode is active."""
+    from rag_core.sessions import demo_banner, llm_mode
+
+    session = ui_state.session_library()
+    st.subheader("Answers in this demo")
+    show_message(demo_banner(session.settings), "info")
+    if llm_mode(session.settings) == "remote":
+        _use_llm_toggle("Write answers with the AI model (off: quote the documents directly)")
+    st.caption("The demo's language model is set up by whoever runs it. To use your own model and keep your files "
+               "on your own computer, install DocChat locally.")
+
+
+def _local_model_section() -> None:
+    """Ollama: address, reachability, model choice and download."""
+    st.subheader("Language model (Ollama)")
+    st.markdown("DocChat can use a language model running in **Ollama** to write answers. Without it, DocChat "
+                "still works: it answers by quoting the most relevant sentences from your documents.")
+    _use_llm_toggle("Write answers with the language model when it is available")
     st.text_input("Ollama address", value=settings.ollama_host, key="set_host", on_change=_set_host,
                   help="Where Ollama runs. The usual address on your own computer is http://localhost:11434.")
 
-with st.spinner("Checking Ollama…"):
-    status = ollama_status(settings)
-if status.reachable:
-    count = len(status.models)
-    st.success(f"Connected to Ollama at {render.escape_markdown(settings.ollama_host)} — "
-               f"{count} model{'' if count == 1 else 's'} installed.", icon=":material/check_circle:")
+    with st.spinner("Checking Ollama…"):
+        status = ollama_status(settings)
+    if status.reachable:
+        count = len(status.models)
+        st.success(f"Connected to Ollama at {render.escape_markdown(settings.ollama_host)} — "
+                   f"{count} model{'' if count == 1 else 's'} installed.", icon=":material/check_circle:")
+    else:
+        show_message(status.error or f"Ollama is not reachable at {settings.ollama_host}.", "warning")
+        with st.container(border=True):
+            st.markdown("**How to turn on written answers**")
+            st.markdown("1. Install Ollama from ollama.com and open it (or run `ollama serve` in a terminal).\n"
+                        f"2. Download a model, for example `ollama pull {base.ollama_model}` "
+                        "(or use the download button below once Ollama is running).\n"
+                        "3. Come back here and press **Check again**.")
+            st.caption("Until then, DocChat answers by quoting your documents.")
+    if st.button("Check again", icon=":material/refresh:"):
+        st.rerun()
+
+    if status.reachable:
+        models = list(status.models)
+        if settings.ollama_model not in models:
+            models.append(settings.ollama_model)
+        st.selectbox("Model", models, index=models.index(settings.ollama_model), key="set_model",
+                     on_change=_set_model,
+                     format_func=lambda m: m if m in status.models else f"{m} (not installed yet)")
+        if not status.has_model(settings.ollama_model):
+            show_message(f"The model “{settings.ollama_model}” is not installed yet. Download it below, or pick an "
+                         "installed model.", "info")
+
+        with st.form("pull", border=True):
+            st.markdown("**Download a model**")
+            name = st.text_input("Model name", value=settings.ollama_model,
+                                 help="A name from ollama.com/library, for example llama3.2:3b or qwen2.5:1.5b.")
+            pull = st.form_submit_button("Download", icon=":material/download:")
+        if pull and name.strip():
+            _pull(name.strip())
+
+
+def _pull(name: str) -> None:
+    bar = st.progress(0.0, text=f"Starting the download of {name}…")
+    try:
+        for part in pull_model(settings, name):
+            frac = part.fraction
+            label = render.escape_markdown(part.status or "working")
+            bar.progress(frac if frac is not None else 0.0,
+                         text=f"{label} — {frac:.0%}" if frac is not None else label)
+            if part.done:
+                bar.progress(1.0, text="Download complete.")
+        st.success(f"“{render.escape_markdown(name)}” is ready.", icon=":material/check_circle:")
+        ui_state.set_override("ollama_model", None if name == base.ollama_model else name)
+        st.session_state.pop("set_model", None)
+    except DocChatError as e:
+        bar.empty()
+        show_message(str(e), "error")
+
+
+# -- language model ----------------------------------------------------------------
+if demo:
+    _demo_model_section()
 else:
-    show_message(status.error or f"Ollama is not reachable at {settings.ollama_host}.", "warning")
-    with st.container(border=True):
-        st.markdown("**How to turn on written answers**")
-        st.markdown("1. Install Ollama from ollama.com and open it (or run `ollama serve` in a terminal).\n"
-                    f"2. Download a model, for example `ollama pull {base.ollama_model}` "
-                    "(or use the download button below once Ollama is running).\n"
-                    "3. Come back here and press **Check again**.")
-        st.caption("Until then, DocChat answers by quoting your documents.")
-if st.button("Check again", icon=":material/refresh:"):
-    st.rerun()
-
-if status.reachable:
-    models = list(status.models)
-    if settings.ollama_model not in models:
-        models.append(settings.ollama_model)
-    st.selectbox("Model", models, index=models.index(settings.ollama_model), key="set_model", on_change=_set_model,
-                 format_func=lambda m: m if m in status.models else f"{m} (not installed yet)")
-    if not status.has_model(settings.ollama_model):
-        show_message(f"The model “{settings.ollama_model}” is not installed yet. Download it below, or pick an "
-                     "installed model.", "info")
-
-    with st.form("pull", border=True):
-        st.markdown("**Download a model**")
-        name = st.text_input("Model name", value=settings.ollama_model,
-                             help="A name from ollama.com/library, for example llama3.2:3b or qwen2.5:1.5b.")
-        pull = st.form_submit_button("Download", icon=":material/download:", disabled=demo)
-    if pull and name.strip():
-        bar = st.progress(0.0, text=f"Starting the download of {name.strip()}…")
-        try:
-            for part in pull_model(settings, name.strip()):
-                frac = part.fraction
-                label = render.escape_markdown(part.status or "working")
-                bar.progress(frac if frac is not None else 0.0,
-                             text=f"{label} — {frac:.0%}" if frac is not None else label)
-                if part.done:
-                    bar.progress(1.0, text="Download complete.")
-            st.success(f"“{render.escape_markdown(name.strip())}” is ready.", icon=":material/check_circle:")
-            ui_state.set_override("ollama_model", None if name.strip() == base.ollama_model else name.strip())
-            st.session_state.pop("set_model", None)
-        except DocChatError as e:
-            bar.empty()
-            show_message(str(e), "error")
+    _local_model_section()
 
 # -- answers -----------------------------------------------------------------------
 st.subheader("Answers")

@@ -306,7 +306,8 @@ class DemoHub:
             present = {d.doc_id for d in held}
             used = sum(b for doc_id, b in st.sizes.items() if doc_id in present)
             if len(held) + st.pending_files >= s.demo_max_files_per_session:
-                raise LimitReached(f"Your demo library already holds {s.demo_max_files_per_session} files, the most "
+                n = s.demo_max_files_per_session
+                raise LimitReached(f"Your demo library already holds {n} file{'' if n == 1 else 's'}, the most "
                                    "the demo allows. Remove one on the Library page to add another.")
             if used + st.pending_bytes + size > s.demo_max_session_mb * MB:
                 raise LimitReached(f"Adding “{name}” would take your demo library past {s.demo_max_session_mb} MB, "
@@ -415,20 +416,22 @@ class SessionLibrary:
             raise DemoTrouble("searching your documents") from e
 
     def start_answer(self, question: str, history: Sequence[tuple[str, str]] = (),
-                     doc_ids: Sequence[str] | None = None, k: int | None = None) -> DemoAnswerStream:
+                     doc_ids: Sequence[str] | None = None, k: int | None = None,
+                     use_llm: bool = True) -> DemoAnswerStream:
         """Count the question against the rate limit (LimitReached when over), then stream an answer from own and
-        shared documents: written by the remote model when the demo has an API key, extractive otherwise."""
+        shared documents: written by the remote model when the demo has an API key (and the visitor did not switch
+        it off with use_llm=False), extractive otherwise."""
         self._touch()
         self._hub._count_question(self.session_id)
         s = self.settings
         inner = start_answer(self._library, question, s, history, None if doc_ids is None else list(doc_ids),
-                             self.owners, use_llm=llm_mode(s) == "remote", k=k)
+                             self.owners, use_llm=use_llm and llm_mode(s) == "remote", k=k)
         return DemoAnswerStream(inner)
 
     def answer(self, question: str, history: Sequence[tuple[str, str]] = (),
-               doc_ids: Sequence[str] | None = None, k: int | None = None) -> Answer:
+               doc_ids: Sequence[str] | None = None, k: int | None = None, use_llm: bool = True) -> Answer:
         """Non-streaming start_answer()."""
-        stream = self.start_answer(question, history, doc_ids, k)
+        stream = self.start_answer(question, history, doc_ids, k, use_llm)
         for _ in stream:
             pass
         assert stream.answer is not None

@@ -36,11 +36,13 @@ def wait_for_health(url: str, timeout: float = STARTUP_TIMEOUT_S, proc: subproce
     raise TimeoutError("streamlit did not become healthy")
 
 
-def start_app(data_dir: Path, ollama_url: str, port: int | None = None) -> tuple[subprocess.Popen, str, Path]:
-    """Start `streamlit run app.py` on a free loopback port; returns (process, base URL, log file)."""
+def start_app(data_dir: Path, ollama_url: str, port: int | None = None,
+              extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str, Path]:
+    """Start `streamlit run app.py` on a free loopback port; returns (process, base URL, log file).
+    `extra_env` adds or replaces environment variables (e.g. DOCCHAT_MODE=demo)."""
     port = port or free_port()
     env = {**os.environ, "DOCCHAT_DATA_DIR": str(data_dir), "OLLAMA_HOST": ollama_url,
-           "DOCCHAT_OLLAMA_MODEL": MODEL, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+           "DOCCHAT_OLLAMA_MODEL": MODEL, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(extra_env or {})}
     log = data_dir.parent / f"streamlit-{port}.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
