@@ -1,10 +1,10 @@
 """The one embedding module: the same model (and tokenizer) for indexing, queries and chunk budgets."""
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import threading
-from collections import Counter
 from pathlib import Path
 
 # Never reach for the Hugging Face hub: weights come from a local folder or package.
@@ -22,6 +22,10 @@ from .errors import DocChatError  # noqa: E402
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 32
+# Bump when LexicalEncoder changes what it emits: stored sparse vectors must come from the same encoder.
+LEXICAL_VERSION = "fastembed-bm25-english-1"
+LEXICAL_MODEL = "Qdrant/bm25"  # fastembed's BM25 (no weights to download)
+LEXICAL_LANGUAGE = "english"  # Snowball stemmer language
 
 
 def resolve_model_path(name: str) -> Path:
@@ -62,6 +66,11 @@ class Embedder(Embeddings):
         self.tokenizer = self._model.tokenizer
         # torch inference is thread-safe enough, but two big batches at once only thrash 2 cores.
         self._lock = threading.Lock()
+        # The fast tokenizer is stateful (encode() switches its padding/truncation), so concurrent calls from
+        # sessions break each other ("Unable to create tensor"). Counting uses its own copy under its own lock,
+        # so chunking one document never waits for another session's embedding batch.
+        self._counter = copy.deepcopy(self.tokenizer)
+        self._counter_lock = threading.Lock()
         log.info("Loaded embedding model %s (%d dims) from %s", name, self.dim, path)
 
     # -- vectors -----------------------------------------------------------
@@ -87,45 +96,52 @@ class Embedder(Embeddings):
         """Word pieces per text, without the [CLS]/[SEP] the model adds."""
         if not texts:
             return []
-        enc = self.tokenizer(list(texts), add_special_tokens=False, return_attention_mask=False,
-                             return_token_type_ids=False)
+        with self._counter_lock:
+            enc = self._counter(list(texts), add_special_tokens=False, return_attention_mask=False,
+                                return_token_type_ids=False)
         return [len(ids) for ids in enc["input_ids"]]
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character (start, end) of every word piece in `text`."""
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
-                             return_attention_mask=False, return_token_type_ids=False)
+        with self._counter_lock:
+            enc = self._counter(text, add_special_tokens=False, return_offsets_mapping=True,
+                                return_attention_mask=False, return_token_type_ids=False)
         return [tuple(o) for o in enc["offset_mapping"]]
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         """Word-piece ids per text (no special tokens)."""
         if not texts:
             return []
-        enc = self.tokenizer(list(texts), add_special_tokens=False, return_attention_mask=False,
-                             return_token_type_ids=False)
+        with self._counter_lock:
+            enc = self._counter(list(texts), add_special_tokens=False, return_attention_mask=False,
+                                return_token_type_ids=False)
         return enc["input_ids"]
 
 
 class LexicalEncoder(SparseEmbeddings):
-    """Sparse term-frequency vectors over the embedder's word-piece vocabulary; Qdrant applies IDF."""
+    """BM25 term weights from fastembed's Bm25 (words, Snowball stemming, TF saturation, length norm); Qdrant adds IDF.
 
-    def __init__(self, embedder: Embedder) -> None:
-        self._embedder = embedder
-        special = set(getattr(embedder.tokenizer, "all_special_ids", []) or [])
-        self._skip = special
+    Documents get BM25's term-frequency part; a query gets weight 1 per distinct term. The sparse vector is stored
+    with Qdrant's IDF modifier, so the score Qdrant computes is BM25 - the same in embedded and server mode.
+    """
 
-    def _vectors(self, texts: list[str]) -> list[SparseVector]:
-        out = []
-        for ids in self._embedder.token_ids(texts):
-            counts = Counter(i for i in ids if i not in self._skip)
-            idx = sorted(counts)
-            out.append(SparseVector(indices=idx, values=[float(counts[i]) for i in idx]))
-        return out
+    def __init__(self, embedder: Embedder | None = None, language: str = LEXICAL_LANGUAGE) -> None:
+        from fastembed.sparse.bm25 import Bm25
+
+        # No stop-word list (measured: it did not help with IDF), and `specific_model_path` keeps fastembed from
+        # looking for its stop-word files on the Hugging Face hub: nothing is downloaded.
+        self._bm25 = Bm25(LEXICAL_MODEL, language=language, stopwords=set(),
+                          specific_model_path=str(Path(__file__).resolve().parent))
+
+    @staticmethod
+    def _convert(emb) -> SparseVector:
+        pairs = sorted(zip(emb.indices.tolist(), emb.values.tolist()))
+        return SparseVector(indices=[int(i) for i, _ in pairs], values=[float(v) for _, v in pairs])
 
     def embed_documents(self, texts: list[str]) -> list[SparseVector]:
         """Sparse vectors for passages."""
-        return self._vectors(list(texts))
+        return [self._convert(e) for e in self._bm25.embed(list(texts))] if texts else []
 
     def embed_query(self, text: str) -> SparseVector:
         """Sparse vector for a query."""
-        return self._vectors([text])[0]
+        return self._convert(next(iter(self._bm25.query_embed(text))))

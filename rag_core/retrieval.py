@@ -1,26 +1,134 @@
-"""Question -> ranked Passages. Methods: vector, lexical, rrf, dbsf (fused inside Qdrant)."""
+"""Question -> ranked, de-duplicated Passages. Methods: vector, lexical, rrf, dbsf (fused inside Qdrant), zscore.
+
+`zscore` is the default: Qdrant returns the dense and the lexical candidates in one batched request (the same
+call for embedded and server Qdrant); each list's scores are turned into z-scores and mixed with DENSE_WEIGHT.
+"""
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from qdrant_client import models
 
-from .models import Passage
+from .models import Chunk, Passage
 from .store import Store
 
-METHODS = ("vector", "lexical", "rrf", "dbsf")
-DEFAULT_METHOD = "dbsf"
+METHODS = ("vector", "lexical", "rrf", "dbsf", "zscore")
+DEFAULT_METHOD = "zscore"
+DENSE_WEIGHT = 0.5  # share of the dense z-score in the zscore mix (lexical gets the rest); measured in docs/retrieval.md
+CANDIDATES = 50  # candidates per list for fusion
+OVERFETCH = 2  # fetch k * OVERFETCH + 4 before de-duplication so k passages remain
+MAX_MERGED = 2  # chunks merged into one passage at most
+
+
+@dataclass(frozen=True)
+class QueryVectors:
+    """A query's dense vector and lexical sparse vector, computed once and reusable across methods."""
+
+    dense: list[float]
+    sparse: models.SparseVector
+
+
+def embed_queries(store: Store, queries: list[str]) -> list[QueryVectors]:
+    """Dense (batched) and lexical vectors for many queries."""
+    dense = store.embedder.encode(list(queries))
+    out = []
+    for q, d in zip(queries, dense):
+        sv = store.lexical.embed_query(q)
+        out.append(QueryVectors(d.tolist(), models.SparseVector(indices=sv.indices, values=sv.values)))
+    return out
+
+
+def _overlaps(a: Chunk, b: Chunk) -> bool:
+    return a.doc_id == b.doc_id and a.char_start < b.char_end and b.char_start < a.char_end
+
+
+def merge_chunks(a: Chunk, b: Chunk) -> Chunk:
+    """One chunk covering two overlapping chunks of the same document (a's identity, the union of their text)."""
+    first, second = (a, b) if a.char_start <= b.char_start else (b, a)
+    if second.char_end <= first.char_end:
+        text, end = first.text, first.char_end
+    else:
+        text, end = first.text + second.text[first.char_end - second.char_start:], second.char_end
+    pages = [x for x in (a.page_start, b.page_start, a.page_end, b.page_end) if x is not None]
+    return replace(a, text=text, char_start=first.char_start, char_end=end,
+                   page_start=min(pages) if pages else None, page_end=max(pages) if pages else None)
+
+
+def dedupe(passages: Iterable[Passage]) -> list[Passage]:
+    """Collapse ranked passages so overlapping chunks share one slot.
+
+    A chunk overlapping one kept passage of its document is merged into it (at most MAX_MERGED chunks per
+    passage, keeping the better rank and score); a chunk overlapping a full passage, or two passages, and a text
+    seen before are dropped. Kept passages never overlap each other.
+    """
+    kept: list[Passage] = []
+    merged: list[int] = []
+    texts: set[str] = set()
+    for p in passages:
+        key = " ".join(p.chunk.text.split()).casefold()
+        if key in texts:
+            continue
+        texts.add(key)
+        hit = [i for i, q in enumerate(kept) if _overlaps(p.chunk, q.chunk)]
+        if not hit:
+            kept.append(p)
+            merged.append(1)
+        elif len(hit) == 1 and merged[hit[0]] < MAX_MERGED:  # never bridge two kept passages into one
+            i = hit[0]
+            kept[i] = Passage(merge_chunks(kept[i].chunk, p.chunk), kept[i].score)
+            merged[i] += 1
+    return kept
+
+
+def _zscores(scores: list[float]) -> list[float]:
+    n = len(scores)
+    if n == 0:
+        return []
+    mean = sum(scores) / n
+    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / n)
+    if std == 0:
+        return [0.0] * n
+    return [(s - mean) / std for s in scores]
+
+
+def zscore_fuse(dense: list[Passage], lexical: list[Passage], dense_weight: float = DENSE_WEIGHT) -> list[Passage]:
+    """Weighted sum of per-list z-scores; a candidate missing from one list gets that list's lowest z-score."""
+    lists = []
+    for weight, hits in ((dense_weight, dense), (1.0 - dense_weight, lexical)):
+        zs = _zscores([p.score for p in hits])
+        lists.append((weight, {(p.chunk.doc_id, p.chunk.index): z for p, z in zip(hits, zs)}, min(zs, default=0.0)))
+    chunks: dict[tuple[str, int], Chunk] = {}
+    for p in (*dense, *lexical):
+        chunks.setdefault((p.chunk.doc_id, p.chunk.index), p.chunk)
+    out = [Passage(c, sum(w * zmap.get(key, floor) for w, zmap, floor in lists)) for key, c in chunks.items()]
+    return sorted(out, key=lambda p: p.score, reverse=True)
 
 
 def retrieve(store: Store, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
-             owners: Iterable[str | None] | None = None, method: str = DEFAULT_METHOD) -> list[Passage]:
-    """Top-k passages for `query` with the given method (scoped to doc_ids / owners when given)."""
+             owners: Iterable[str | None] | None = None, method: str = DEFAULT_METHOD,
+             vectors: QueryVectors | None = None, dense_weight: float = DENSE_WEIGHT) -> list[Passage]:
+    """Top-k de-duplicated passages for `query` (scoped to doc_ids / owners when given)."""
     if method not in METHODS:
         raise ValueError(f"unknown retrieval method {method!r}; choose one of {', '.join(METHODS)}")
-    dense = store.embedder.embed_query(query) if method != "lexical" else None
-    sparse = None
-    if method != "vector":
-        sv = store.lexical.embed_query(query)
-        sparse = models.SparseVector(indices=sv.indices, values=sv.values)
-    fusion = {"rrf": models.Fusion.RRF, "dbsf": models.Fusion.DBSF}.get(method)
-    return store.query(dense, sparse, k, doc_ids, owners, fusion=fusion)
+    if doc_ids is not None:
+        doc_ids = list(doc_ids)
+        if not doc_ids:
+            return []
+    qv = vectors or embed_queries(store, [query])[0]
+    if not qv.sparse.indices:  # no searchable word (e.g. only punctuation): the lexical side has nothing to say
+        if method == "lexical":
+            return []
+        method = "vector"
+    fetch = k * OVERFETCH + 4
+    if method == "zscore":
+        dense_hits, lexical_hits = store.candidates(qv.dense, qv.sparse, max(CANDIDATES, fetch), doc_ids, owners)
+        ranked = zscore_fuse(dense_hits, lexical_hits, dense_weight)
+    else:
+        dense = qv.dense if method != "lexical" else None
+        sparse = qv.sparse if method != "vector" else None
+        fusion = {"rrf": models.Fusion.RRF, "dbsf": models.Fusion.DBSF}.get(method)
+        ranked = store.query(dense, sparse, fetch, doc_ids, owners, fusion=fusion,
+                             prefetch_limit=max(CANDIDATES, fetch) if fusion else None)
+    return dedupe(ranked)[:k]

@@ -12,7 +12,7 @@ from langchain_qdrant import QdrantVectorStore, RetrievalMode
 from qdrant_client import QdrantClient, models
 
 from .config import Settings
-from .embeddings import Embedder, LexicalEncoder
+from .embeddings import LEXICAL_VERSION, Embedder, LexicalEncoder
 from .errors import DocumentNotFound, EmbeddingModelMismatch, LibraryBusy, StoreUnavailable
 from .models import Chunk, DocumentInfo, Passage, SourceMeta
 
@@ -144,12 +144,15 @@ class Store:
                     raise EmbeddingModelMismatch(self.collection, built_with, self.embedder.name)
                 if meta.get("dim") not in (None, self.embedder.dim):
                     raise EmbeddingModelMismatch(self.collection, f"{built_with} ({meta.get('dim')} dims)", self.embedder.name)
+                if meta.get("lexical") != LEXICAL_VERSION:
+                    self._reencode_lexical(meta)
             else:
                 self.client.create_collection(
                     self.collection,
                     vectors_config={DENSE: models.VectorParams(size=self.embedder.dim, distance=models.Distance.COSINE)},
                     sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-                    metadata={"embedding_model": self.embedder.name, "dim": self.embedder.dim, "created_at": now_iso()},
+                    metadata={"embedding_model": self.embedder.name, "dim": self.embedder.dim, "created_at": now_iso(),
+                              "lexical": LEXICAL_VERSION},
                 )
                 if self.settings.qdrant_url:
                     for key in ("doc_id", "owner"):
@@ -157,6 +160,23 @@ class Store:
                                                          models.PayloadSchemaType.KEYWORD)
             if not self.client.collection_exists(self.registry):
                 self.client.create_collection(self.registry, vectors_config={})
+
+    def _reencode_lexical(self, meta: dict) -> None:
+        """Rebuild every stored lexical vector from its chunk text after the lexical encoder changed (dense kept)."""
+        done, offset = 0, None
+        while True:
+            points, offset = self.client.scroll(self.collection, limit=UPSERT_BATCH, offset=offset,
+                                                with_payload=[CONTENT_KEY], with_vectors=False)
+            sparse = self.lexical.embed_documents([(p.payload or {}).get(CONTENT_KEY, "") for p in points])
+            if points:
+                self.client.update_vectors(self.collection, wait=True, points=[models.PointVectors(
+                    id=p.id, vector={LEXICAL: models.SparseVector(indices=v.indices, values=v.values)})
+                    for p, v in zip(points, sparse)])
+            done += len(points)
+            if offset is None:
+                break
+        self.client.update_collection(self.collection, metadata={**meta, "lexical": LEXICAL_VERSION})
+        log.warning("Re-encoded the lexical vectors of %d chunks for %s", done, LEXICAL_VERSION)
 
     def cleanup_pending(self) -> int:
         """Remove documents whose ingest never finished (crash mid-way); returns how many."""
