@@ -13,6 +13,7 @@ from .embeddings import Embedder
 from .errors import DocChatError, FileTooLarge, NoText
 from .loaders import load_bytes
 from .models import Document, DocumentInfo, Passage
+from .retrieval import retrieve
 from .store import Progress, Store, open_store, stamp
 
 log = logging.getLogger(__name__)
@@ -104,8 +105,8 @@ class Library:
 
     def search(self, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
                owners: Iterable[str | None] | None = None) -> list[Passage]:
-        """Top-k passages for a query."""
-        return self.store.search(query, k, doc_ids, owners)
+        """Top-k passages for a query (the default hybrid retrieval)."""
+        return retrieve(self.store, query, k, doc_ids, owners)
 
     def delete(self, doc_id: str, owners: Iterable[str | None] | None = None) -> DocumentInfo:
         """Delete a document and its chunks."""
