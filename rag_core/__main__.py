@@ -6,29 +6,16 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any, Callable
 
+from .cli_common import emit, open_library
 from .config import Settings, load_settings
 from .errors import DocChatError
-
-
-def _emit(args: argparse.Namespace, payload: dict, human: Callable[[], None]) -> None:
-    if args.json:
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
-    else:
-        human()
-
-
-def _open_library(settings: Settings):
-    from .library import Library
-
-    return Library(settings)
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     from .library import expand_paths
 
-    lib = _open_library(settings)
+    lib = open_library(settings)
     try:
         results = [lib.ingest_path(p) for p in expand_paths(args.paths)]
     finally:
@@ -41,12 +28,12 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 print(f"{r.status:<10} {r.path}  (id {r.doc_id}, {r.chunks} chunks)")
 
-    _emit(args, {"results": [r.as_json() for r in results]}, human)
+    emit(args, {"results": [r.as_json() for r in results]}, human)
     return 1 if any(r.status == "failed" for r in results) else 0
 
 
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
-    lib = _open_library(settings)
+    lib = open_library(settings)
     try:
         docs = lib.documents()
     finally:
@@ -61,12 +48,12 @@ def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
             pages = f"{r['pages']} pages, " if r["pages"] else ""
             print(f"{r['doc_id']}  {r['title']}  [{r['kind']}, {pages}{r['chunks']} chunks, added {r['added_at']}]")
 
-    _emit(args, {"documents": rows}, human)
+    emit(args, {"documents": rows}, human)
     return 0
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    lib = _open_library(settings)
+    lib = open_library(settings)
     try:
         hits = lib.search(args.query, k=args.k)
     finally:
@@ -83,17 +70,17 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
             print(f"[{i}] {r['title']}{' — ' + where if where else ''}  (score {r['score']})")
             print("    " + r["text"][:300].replace("\n", " ") + ("…" if len(r["text"]) > 300 else ""))
 
-    _emit(args, {"hits": rows}, human)
+    emit(args, {"hits": rows}, human)
     return 0
 
 
 def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
-    lib = _open_library(settings)
+    lib = open_library(settings)
     try:
         info = lib.delete(args.doc_id)
     finally:
         lib.close()
-    _emit(args, {"deleted": info.doc_id, "title": info.title}, lambda: print(f"Deleted “{info.title}” ({info.doc_id})."))
+    emit(args, {"deleted": info.doc_id, "title": info.title}, lambda: print(f"Deleted “{info.title}” ({info.doc_id})."))
     return 0
 
 

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-from typing import Callable
 
+from .cli_common import emit, open_library
 from .config import Settings
 from .wikipedia import LICENSE, RefreshItem, import_article, refresh, search
 
@@ -12,23 +11,10 @@ EXIT_FAILED = 1
 EXIT_CHOOSE = 3  # a disambiguation page: nothing imported, the user has to pick a title
 
 
-def _emit(args: argparse.Namespace, payload: dict, human: Callable[[], None]) -> None:
-    if args.json:
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
-    else:
-        human()
-
-
-def _open_library(settings: Settings):
-    from .library import Library
-
-    return Library(settings)
-
-
 def cmd_wiki(args: argparse.Namespace, settings: Settings) -> int:
     """Import one article."""
     title = " ".join(args.title)
-    lib = _open_library(settings)
+    lib = open_library(settings)
     try:
         r = import_article(lib, settings, title, lang=args.lang)
     finally:
@@ -53,7 +39,7 @@ def cmd_wiki(args: argparse.Namespace, settings: Settings) -> int:
         for old in r.replaced:
             print(f"           replaced the older revision {old}")
 
-    _emit(args, r.as_json(), human)
+    emit(args, r.as_json(), human)
     return {"failed": EXIT_FAILED, "disambiguation": EXIT_CHOOSE}.get(r.status, 0)
 
 
@@ -71,7 +57,7 @@ def cmd_wiki_search(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"   {h.snippet}")
             print(f"   {h.url}")
 
-    _emit(args, {"lang": args.lang, "query": words, "hits": [h.as_json() for h in hits]}, human)
+    emit(args, {"lang": args.lang, "query": words, "hits": [h.as_json() for h in hits]}, human)
     return 0
 
 
@@ -84,7 +70,7 @@ def _item_line(i: RefreshItem) -> str:
 
 def cmd_wiki_refresh(args: argparse.Namespace, settings: Settings) -> int:
     """Check every imported article for a newer revision."""
-    lib = _open_library(settings)
+    lib = open_library(settings)
     try:
         report = refresh(lib, settings, dry_run=args.dry_run)
     finally:
@@ -102,7 +88,7 @@ def cmd_wiki_refresh(args: argparse.Namespace, settings: Settings) -> int:
             for i in items:
                 print(_item_line(i))
 
-    _emit(args, report.as_json(), human)
+    emit(args, report.as_json(), human)
     return EXIT_FAILED if report.failed else 0
 
 
