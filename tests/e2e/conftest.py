@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ DOCS = ROOT / "tests" / "fixtures" / "documents"
 
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(Path(__file__).parent))
-from e2e_helpers import MODEL, start_app, wait_for_health  # noqa: E402
+from e2e_helpers import MODEL, running_app  # noqa: E402
 from ollama_server import OllamaServer, Reply  # noqa: E402
 
 pytestmark = pytest.mark.browser
@@ -79,18 +78,8 @@ def app_url(tmp_path_factory, ollama, chromium_path):
     """One DocChat server for all browser tests, on an empty data folder."""
     data_dir = tmp_path_factory.mktemp("e2e") / "data"
     data_dir.mkdir()
-    proc, url, log = start_app(data_dir, ollama.url)
-    try:
-        wait_for_health(url, proc=proc)
+    with running_app(data_dir, ollama.url) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        if os.environ.get("DOCCHAT_E2E_LOG"):
-            sys.stderr.write(log.read_text(errors="replace")[-20000:])
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import socket
 import subprocess
@@ -50,6 +51,23 @@ def start_app(data_dir: Path, ollama_url: str, port: int | None = None,
          "--server.fileWatcherType", "none"],
         cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     return proc, f"http://127.0.0.1:{port}", log
+
+
+@contextlib.contextmanager
+def running_app(data_dir: Path, ollama_url: str, extra_env: dict | None = None):
+    """Start `streamlit run app.py`, wait until healthy, yield its URL; stop it afterwards."""
+    proc, url, log = start_app(data_dir, ollama_url, extra_env=extra_env)
+    try:
+        wait_for_health(url, proc=proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if os.environ.get("DOCCHAT_E2E_LOG"):
+            sys.stderr.write(log.read_text(errors="replace")[-20000:])
 
 
 def wait_idle(page, timeout: float = 30_000) -> None:

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from e2e_helpers import open_page, screenshot, start_app, upload, wait_for_health, wait_idle
+from e2e_helpers import open_page, running_app, screenshot, upload, wait_idle
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -29,19 +27,8 @@ def demo_url(tmp_path_factory, chromium_path):
     """A DocChat server in hosted-demo mode, without a model (extractive answers), on an empty data folder."""
     data_dir = tmp_path_factory.mktemp("e2e-demo") / "data"
     data_dir.mkdir()
-    proc, url, log = start_app(data_dir, "http://127.0.0.1:9", extra_env={"DOCCHAT_MODE": "demo",
-                                                                           "OLLAMA_API_KEY": ""})
-    try:
-        wait_for_health(url, proc=proc)
+    with running_app(data_dir, "http://127.0.0.1:9", extra_env={"DOCCHAT_MODE": "demo", "OLLAMA_API_KEY": ""}) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        if os.environ.get("DOCCHAT_E2E_LOG"):
-            sys.stderr.write(log.read_text(errors="replace")[-20000:])
 
 
 @pytest.fixture
