@@ -5,11 +5,12 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 PORT   ?= 8501
 
-.PHONY: run test install install-dev browser bench clean
+.PHONY: run test lint install install-dev browser bench clean
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --disable-pip-version-check -r requirements.txt
+	$(PIP) install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
@@ -27,11 +28,16 @@ browser:
 run: $(VENV)/.installed
 	$(VENV)/bin/streamlit run app.py --server.port $(PORT)
 
+## The lint and type gate: ruff (pyflakes, bugbear, isort, pyupgrade, simplify) and mypy on rag_core.
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check rag_core ui pages app.py tests benchmarks
+	$(VENV)/bin/mypy
+
 test: $(VENV)/.installed-dev browser
 	$(PY) -m pytest -q
 
 bench: $(VENV)/.installed-dev
-	$(PY) benchmarks/ingest.py
+	$(PY) -m benchmarks.ingest
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -7,14 +7,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import streamlit as st  # noqa: E402
 
-import ui_state  # noqa: E402
+from ui.navigation import app_pages, mark_app_entry  # noqa: E402
 
-ui_state.mark_app_entry()
+mark_app_entry()
 st.set_page_config(page_title="DocChat", page_icon="💬", layout="wide")
-
-pages = [
-    st.Page("pages/chat.py", title="Chat", icon=":material/chat:", default=True),
-    st.Page("pages/library.py", title="Library", icon=":material/library_books:"),
-    st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
-]
-st.navigation(pages).run()
+st.navigation(app_pages()).run()

@@ -7,7 +7,7 @@ so the figure is DocChat's own overhead: embed the question, relevance check, hy
 HTTP round trip through ChatOllama. Baselines measured in the same run: a bare query embedding (dense + lexical), a
 bare dense top-1 search, a bare retrieve() with those vectors, and a bare ChatOllama request to the same server.
 
-Run: .venv/bin/python benchmarks/answer_latency.py [--runs 15] [--json]      goal: median <= 150 ms
+Run: .venv/bin/python -m benchmarks.answer_latency [--runs 15] [--json]      goal: median <= 150 ms
 """
 from __future__ import annotations
 
@@ -19,18 +19,15 @@ import sys
 import time
 from pathlib import Path
 
+from rag_core import generation as gen
+from rag_core.config import Settings
+from rag_core.embeddings import Embedder
+from rag_core.library import Library
+from rag_core.models import Chunk, SourceMeta
+from rag_core.retrieval import embed_queries, retrieve
+from tests.ollama_server import OllamaServer, Reply
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from ollama_server import OllamaServer, Reply  # noqa: E402
-
-from rag_core import generation as gen  # noqa: E402
-from rag_core.config import Settings  # noqa: E402
-from rag_core.embeddings import Embedder  # noqa: E402
-from rag_core.library import Library  # noqa: E402
-from rag_core.models import Chunk, SourceMeta  # noqa: E402
-from rag_core.retrieval import embed_queries, retrieve  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "pubmedqa" / "ori_pqal.json"
 CACHE = ROOT / "benchmarks" / ".cache" / "answer_latency_10k"

@@ -1,6 +1,6 @@
 """App latency in a real browser: cold start to first paint, and question to first streamed token.
 
-    .venv/bin/python benchmarks/app_latency.py [--runs 5] [--json]
+    .venv/bin/python -m benchmarks.app_latency [--runs 5] [--json]
 
 Baselines measured in the same run: a one-line Streamlit app's cold start (what Streamlit itself costs), and
 the same question answered in-process through rag_core.generation (what the pipeline costs without the UI).
@@ -19,11 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "e2e")]
+from tests.e2e.e2e_helpers import MODEL, free_port, start_app, wait_for_health
+from tests.ollama_server import OllamaServer, Reply
 
-from e2e_helpers import MODEL, free_port, start_app, wait_for_health  # noqa: E402
-from ollama_server import OllamaServer, Reply  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 PDF = ROOT / "tests" / "fixtures" / "documents" / "pdf_text_multicolumn_3-pages.pdf"
 QUESTION = "What is the capital of Belgium?"

@@ -1,7 +1,7 @@
 """Questions per second and median latency with 1, 4 and 8 concurrent sessions (one thread each, as Streamlit runs
 them) against one embedded Qdrant store and the instant scripted Ollama-compatible server.
 
-Run: .venv/bin/python benchmarks/concurrency.py [--sessions 1 4 8] [--questions 8] [--json]
+Run: .venv/bin/python -m benchmarks.concurrency [--sessions 1 4 8] [--questions 8] [--json]
 
 Set-up (not timed): a demo library (DemoHub) with the shared samples and, per session, one private fixture file.
 Each session then asks `--questions` questions back to back through SessionLibrary.answer() (rate limit lifted):
@@ -14,20 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+from rag_core.config import Settings
+from rag_core.library import Library
+from rag_core.sessions import DemoHub, new_session_id
+from tests.ollama_server import OllamaServer, Reply
 
-from ollama_server import OllamaServer, Reply  # noqa: E402
-from rag_core.config import Settings  # noqa: E402
-from rag_core.library import Library  # noqa: E402
-from rag_core.sessions import DemoHub, new_session_id  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DOCS = ROOT / "tests" / "fixtures" / "documents"
 FILES = ["docx_headings_toc.docx", "docx_paragraphs-and-tables.docx", "docx_table_merged-cells.docx",

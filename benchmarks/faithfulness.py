@@ -15,7 +15,7 @@ Every answer goes through rag_core.evidence.verify_answer. Reported per mode:
   time        seconds per question (answer + verification), and the verification alone
 --calibrate compares the evidence signals (lexical coverage, embedding cosine, both) on claims built from XQuAD.
 
-Run:  .venv/bin/python benchmarks/faithfulness.py --limit 40 --unanswerable-limit 30 [--modes extractive,llm] [--json]
+Run:  .venv/bin/python -m benchmarks.faithfulness --limit 40 --unanswerable-limit 30 [--modes extractive,llm] [--json]
 """
 from __future__ import annotations
 
@@ -30,16 +30,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+from rag_core import evidence as ev
+from rag_core.config import Settings
+from rag_core.evaluation import DATASET_FILES, cache_settings, ingest_dataset, load_xquad
+from rag_core.library import Library
+from rag_core.models import Answer
+from rag_core.retrieval import retrieve
 
-from rag_core import evidence as ev  # noqa: E402
-from rag_core.config import Settings  # noqa: E402
-from rag_core.evaluation import DATASET_FILES, cache_settings, ingest_dataset, load_xquad  # noqa: E402
-from rag_core.library import Library  # noqa: E402
-from rag_core.models import Answer  # noqa: E402
-from rag_core.retrieval import retrieve  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CACHE = ROOT / "benchmarks" / ".cache" / "faithfulness"
 UNANSWERABLE = ROOT / "benchmarks" / "data" / "unanswerable.jsonl"
@@ -348,7 +346,7 @@ def main() -> None:
             if mode == "extractive":
                 rows = run_mode(lib, settings, items, False, True, not args.quiet)
             elif mode == "llm":
-                from llm_server import LLMServer
+                from tests.llm_server import LLMServer
 
                 t0 = time.perf_counter()
                 with LLMServer() as srv:

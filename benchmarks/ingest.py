@@ -1,24 +1,22 @@
 """Ingest throughput: pages/s, chunks/s, and total ingest time / pure encode time of the same chunks.
 
-Run: .venv/bin/python benchmarks/ingest.py   (goal: ratio <= 1.3)
+Run: .venv/bin/python -m benchmarks.ingest   (goal: ratio <= 1.3)
 """
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from rag_core.chunking import chunk_document
+from rag_core.config import Settings
+from rag_core.embeddings import Embedder
+from rag_core.library import Library
+from rag_core.loaders import load_bytes
 
-from rag_core.chunking import chunk_document  # noqa: E402
-from rag_core.config import Settings  # noqa: E402
-from rag_core.embeddings import Embedder  # noqa: E402
-from rag_core.library import Library  # noqa: E402
-from rag_core.loaders import load_bytes  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DOCS = ROOT / "tests" / "fixtures" / "documents"
 LONG_PDF = DOCS / "pdf_text_long_117-pages_german.pdf"

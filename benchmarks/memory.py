@@ -1,6 +1,6 @@
 """Resident memory of the app's process: after start-up, after the first answer, after ingesting the 117-page PDF.
 
-Run: .venv/bin/python benchmarks/memory.py [--json] [--demo]     (goal: every figure < 1 GB)
+Run: .venv/bin/python -m benchmarks.memory [--json] [--demo]     (goal: every figure < 1 GB)
 
 Each run is a fresh process doing what the Streamlit app does, in order: import Streamlit and rag_core, open the
 Library (embedding model + embedded Qdrant on a temporary data folder; with --demo also the DemoHub and the shared
@@ -14,14 +14,12 @@ import argparse
 import gc
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+
 
 LONG_PDF = ROOT / "tests" / "fixtures" / "documents" / "pdf_text_long_117-pages_german.pdf"
 SMALL = ROOT / "tests" / "fixtures" / "documents" / "docx_headings_toc.docx"
@@ -59,13 +57,12 @@ def main() -> None:
     t = time.perf_counter()
     import streamlit  # noqa: F401  - the app process has it loaded
 
-    from ollama_server import OllamaServer, Reply
+    import rag_core.embeddings as embeddings
     from rag_core import generation
     from rag_core.config import Settings
     from rag_core.library import Library
     from rag_core.sessions import DemoHub, new_session_id
-
-    import rag_core.embeddings as embeddings
+    from tests.ollama_server import OllamaServer, Reply
     if args.batch_size:
         embeddings.BATCH_SIZE = args.batch_size
 

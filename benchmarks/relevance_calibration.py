@@ -9,7 +9,7 @@ The relevance score is what rag_core.generation uses: the dense cosine of the be
 For contrast it also prints the top score of the default fused retrieval (DBSF when the figures in docs/answers.md
 were measured), which is normalised per query and so not comparable across queries.
 
-Run: .venv/bin/python benchmarks/relevance_calibration.py [--json]
+Run: .venv/bin/python -m benchmarks.relevance_calibration [--json]
 """
 from __future__ import annotations
 
@@ -22,13 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from rag_core.config import Settings
+from rag_core.embeddings import Embedder
+from rag_core.library import Library
+from rag_core.retrieval import DEFAULT_METHOD, retrieve
 
-from rag_core.config import Settings  # noqa: E402
-from rag_core.embeddings import Embedder  # noqa: E402
-from rag_core.library import Library  # noqa: E402
-from rag_core.retrieval import DEFAULT_METHOD, retrieve  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT / "benchmarks" / "data"
 CACHE = ROOT / "benchmarks" / ".cache"

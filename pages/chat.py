@@ -5,47 +5,33 @@ import uuid
 
 import streamlit as st
 
-import ui_state
 from rag_core import render
 from rag_core.errors import DocChatError, LimitReached
-from ui_sources import escaped_stream, show_assistant_turn, show_message, show_reply, show_sources
+from rag_core.workspace import Workspace
+from ui import state
+from ui.navigation import require_app_entry
+from ui.sources import escaped_stream, show_assistant_turn, show_message, show_reply, show_sources
 
 HISTORY_TURNS = 12  # most recent messages handed to rag_core (it trims further to its token budget)
 SCOPE_ALL, SCOPE_PICK = "all", "pick"
 INTERRUPTED = "The answer was stopped before it finished."
 
-ui_state.require_app_entry()
+require_app_entry()
 st.title("Chat with your documents")  # painted before the slow parts below (model and library load)
-settings = ui_state.get_settings()
-prefs = ui_state.prefs()
-turns: list[dict] = st.session_state.setdefault(ui_state.TURNS, [])
-library = ui_state.get_library()
-queue = ui_state.get_queue()
-session = ui_state.session_library()  # hosted demo: this tab's private library + the shared samples; else None
-owners = ui_state.visible_owners()
-me = ui_state.owner()
+prefs = state.prefs()
+turns: list[dict] = st.session_state.setdefault(state.TURNS, [])
+ws = state.workspace()  # this browser session's view: which documents it may read, its limits
 
 
 @st.cache_data(ttl=20, show_spinner=False)
-def _llm_line(host: str, model: str, use_llm: bool) -> tuple[str, str]:
-    """One calm sentence about who writes the answers, and its kind ("ok" / "warn")."""
-    from rag_core.llm import ollama_status
-
-    if not use_llm:
-        return "ok", "Answers quote your documents directly (the language model is switched off in Settings)."
-    status = ollama_status(settings)
-    if not status.reachable:
-        return "warn", ("The language model (Ollama) is not running, so answers quote your documents directly. "
-                        "See Settings to set it up.")
-    if not status.has_model(model):
-        return "warn", (f"The model “{model}” is not installed in Ollama yet, so answers quote your documents "
-                        "directly. You can download it in Settings.")
-    return "ok", f"Answers are written by {model} from your documents, with sources beside each reply."
+def _model_line(_ws: Workspace, settings_key: tuple, use_llm: bool) -> tuple[str, str] | None:
+    """Who writes the answers, in one calm sentence; cached for 20 s per Ollama address, key and model."""
+    return _ws.model_line(use_llm)
 
 
 def _busy_banner() -> bool:
     """Say that files are still being added (and poll until they are); True while busy."""
-    active = queue.active(me)
+    active = ws.active_jobs()
     if not active:
         return False
     names = ", ".join(f"“{j.label}”" for j in active[:3]) + (f" and {len(active) - 3} more" if len(active) > 3 else "")
@@ -103,13 +89,11 @@ def _replay() -> None:
                 st.markdown(render.reply_markdown(turn["text"]))
                 show_message(INTERRUPTED, "warning")
             else:
-                show_assistant_turn(turn.get("answer"), turn.get("error"), turn["id"], settings, session,
+                show_assistant_turn(turn.get("answer"), turn.get("error"), turn["id"], ws,
                                     turn.get("error_kind", "error"))
 
 
 def _ask(question: str, doc_ids: list[str] | None) -> None:
-    from rag_core.generation import start_answer
-
     history = _history()
     # Both turns go into the history first: a new question may start the next run while this one is still
     # streaming (Streamlit then abandons this run), and that run must already see this reply, as far as it got.
@@ -126,12 +110,7 @@ def _ask(question: str, doc_ids: list[str] | None) -> None:
                 reply = st.empty()
                 try:
                     with st.spinner("Looking through your documents…"):
-                        if session is not None:  # the demo: the server's settings, own + shared documents only
-                            stream = session.start_answer(question, history=history, doc_ids=doc_ids,
-                                                          k=settings.top_k, use_llm=prefs["use_llm"])
-                        else:
-                            stream = start_answer(library, question, settings, history=history, doc_ids=doc_ids,
-                                                  owners=owners, use_llm=prefs["use_llm"], k=settings.top_k)
+                        stream = ws.ask(question, history=history, doc_ids=doc_ids, use_llm=prefs["use_llm"])
                     with reply.container():
                         st.write_stream(escaped_stream(_recording(stream, turn)))
                 except LimitReached as e:  # a demo limit: a calm warning that says what to do
@@ -146,7 +125,7 @@ def _ask(question: str, doc_ids: list[str] | None) -> None:
                         show_reply(answer)
             if answer is not None:
                 with right:
-                    show_sources(answer, turn["id"], settings, session)
+                    show_sources(answer, turn["id"], ws)
     finally:
         if turn["pending"]:  # interrupted: keep what was answered so far
             if stream is not None and stream.answer is None:
@@ -162,45 +141,33 @@ def _recording(stream, turn: dict):
 
 
 def _keep(turn: dict, stream) -> object:
-    """Store the stream's answer (tidied, cited sentences located) or an error sentence in the turn."""
+    """Store the stream's answer (exactly as rag_core verified it) or an error sentence in the turn."""
     turn["pending"] = False
     answer = getattr(stream, "answer", None)
     if answer is None:
         turn["error"] = turn["error"] or "Something went wrong while answering. Please ask again."
         return None
-    answer = render.with_evidence(_tidy(answer))
     turn["answer"], turn["text"] = answer, answer.text
     return answer
 
 
-def _tidy(answer):
-    """Drop the extractive label line: the page shows its own badge for quoted answers."""
-    from dataclasses import replace
-
-    from rag_core.generation import EXTRACTIVE_LABEL
-
-    if answer.mode == "extractive" and answer.text.startswith(EXTRACTIVE_LABEL):
-        return replace(answer, text=answer.text[len(EXTRACTIVE_LABEL):].lstrip())
-    return answer
-
-
 # -- the page ---------------------------------------------------------------------
-docs = session.documents() if session is not None else library.documents(owners)
-busy = queue.busy(me)
+docs = ws.documents()
+busy = bool(ws.active_jobs())
 
-if session is not None:
-    from rag_core.sessions import demo_banner
-
-    show_message(demo_banner(session.settings), "info")  # privacy, retention, and who writes the answers
+if ws.banner:
+    show_message(ws.banner, "info")  # privacy, retention, and who writes the answers
 if busy:
     _wait_for_ingest()
-elif session is not None:
-    if not turns:
-        st.caption(":material/lightbulb: Everyone can try the shared sample documents, for example: "
-                   "“What does the Zen of Python say about errors?” Add your own files on the Library page.")
+elif ws.hint and not turns:
+    st.caption(":material/lightbulb: " + render.message_markdown(ws.hint))
 elif docs:
-    kind, line = _llm_line(settings.ollama_host, settings.ollama_model, prefs["use_llm"])
-    st.caption((":material/check_circle: " if kind == "ok" else ":material/info: ") + render.message_markdown(line))
+    cfg = ws.settings
+    line = _model_line(ws, (cfg.ollama_host, cfg.ollama_model, cfg.ollama_api_key), prefs["use_llm"])
+    if line is not None:
+        kind, text = line
+        st.caption((":material/check_circle: " if kind == "ok" else ":material/info: ")
+                   + render.message_markdown(text))
 
 if not docs and not turns:
     if not busy:

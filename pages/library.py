@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui_state
 from rag_core import render
 from rag_core.errors import DocumentNotFound, LimitReached, SampleReadOnly
 from rag_core.jobs import JobView
 from rag_core.models import DocumentInfo
-from rag_core.originals import delete_original
-from ui_sources import show_message
-from ui_wikipedia import wiki_job_result, wikipedia_box
+from rag_core.workspace import plural
+from ui import state
+from ui.navigation import require_app_entry
+from ui.sources import show_message
+from ui.wikipedia import wiki_job_result, wikipedia_box
 
 FILE_TYPES = ["pdf", "docx", "txt", "md", "markdown"]
 STAGE_TEXT = {
@@ -25,63 +26,25 @@ STAGE_TEXT = {
 RUNNING_LABEL = {"file": "Adding **{}**", "wikipedia": "Importing **{}**", "refresh": "Checking **{}** for updates"}
 LIST_LIMIT = 100
 SAMPLE_BADGE = ":gray-badge[:material/lock: Sample (shared, read-only)]"
-MB = 1024 * 1024
 
-ui_state.require_app_entry()
+require_app_entry()
 st.title("Your library")  # painted before the slow parts below (model and library load)
-_base = ui_state.base_settings()
-if ui_state.is_demo(_base):
-    st.caption("DocChat answers from the shared sample documents and the files you add here. What you add is "
-               "private to this browser tab and is deleted after "
-               f"{_base.demo_session_idle_minutes} minutes without activity.")
-else:
-    st.caption("DocChat answers from the documents you add here. Files are read on this computer and stay in your "
-               "library.")
-settings = ui_state.get_settings()
-library = ui_state.get_library()
-queue = ui_state.get_queue()
-session = ui_state.session_library()  # hosted demo: this tab's private library + the shared samples; else None
-owner = ui_state.owner()
-if session is not None:
-    from rag_core.sessions import SHARED_OWNER
+ws = state.workspace()  # this browser session's view: its documents, its limits
+if ws.banner:
+    show_message(ws.banner, "info")
+st.caption(ws.intro)
 
 
 # -- adding files -----------------------------------------------------------------
-def _remember(job_id: str) -> None:
-    st.session_state[ui_state.UPLOAD_JOBS] = st.session_state.get(ui_state.UPLOAD_JOBS, []) + [job_id]
-
-
 def _submit(files) -> None:
-    ui_state.clear_notices()
+    state.clear_notices()
     for f in files:
-        if session is None:
-            _remember(queue.submit_bytes(f.getvalue(), f.name, owner=owner))
-            continue
-        try:  # the demo checks and reserves room now, so a limit is said at once, before any work
-            work = session.upload_work(f.getvalue(), f.name)
+        try:  # limits are checked (and room reserved) now, so a limit is said at once, before any work
+            state.remember_job(ws.add_file(f.getvalue(), f.name))
         except LimitReached as e:
             name = f.name.replace("\\", "/").rsplit("/", 1)[-1]
-            ui_state.add_notice(str(e) if name in str(e) else f"“{name}” was not added. {e}")
-            continue
-        _remember(queue.submit(f.name, work, owner=session.session_id, kind="file"))
+            state.add_notice(str(e) if name in str(e) else f"“{name}” was not added. {e}")
     st.session_state["uploader_gen"] = st.session_state.get("uploader_gen", 0) + 1
-
-
-def _size(n: int) -> str:
-    return f"{n / MB:.1f} MB" if n >= MB or n == 0 else f"{max(1, round(n / 1024))} KB"
-
-
-def _usage_line() -> str:
-    """This visitor's use of the demo's limits, in one line."""
-    u = session.usage()
-    per_file = min(settings.max_upload_mb, settings.demo_max_file_mb)
-    return (f"Your demo space: {u.files} of {_plural(u.max_files, 'document')}, {_size(u.bytes)} of "
-            f"{u.max_bytes // MB} MB used; files up to {per_file} MB each; "
-            f"{_plural(u.max_questions_per_minute, 'question')} a minute.")
-
-
-def _plural(n: int | None, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _job_box(job: JobView) -> None:
@@ -96,11 +59,11 @@ def _job_box(job: JobView) -> None:
     if r is None:
         return
     if job.kind in ("wikipedia", "refresh"):
-        wiki_job_result(job, queue, library, settings, owner, _remember, session)
+        wiki_job_result(job, ws)
         return
     if r.status == "added":
-        pages = f"{_plural(r.pages, 'page')}, " if r.pages else ""
-        with st.status(f"Added **{name}** — {pages}{_plural(r.chunks, 'passage')}", state="complete"):
+        pages = f"{plural(r.pages, 'page')}, " if r.pages else ""
+        with st.status(f"Added **{name}** — {pages}{plural(r.chunks, 'passage')}", state="complete"):
             st.write("You can now ask questions about it on the Chat page.")
     elif r.status == "unchanged":
         with st.status(f"**{name}** is already in your library", state="complete"):
@@ -111,26 +74,27 @@ def _job_box(job: JobView) -> None:
 
 
 def _jobs_area(job_ids: list[str]) -> None:
-    jobs = queue.jobs(job_ids)
+    jobs = ws.jobs(job_ids)
     for job in jobs:
         _job_box(job)
-    if jobs and all(j.state == "done" for j in jobs):
-        if st.button("Clear these messages", icon=":material/close:", type="tertiary"):
-            queue.forget(job_ids)
-            st.session_state[ui_state.UPLOAD_JOBS] = []
-            ui_state.clear_notices()
-            st.rerun()
+    if jobs and all(j.state == "done" for j in jobs) \
+            and st.button("Clear these messages", icon=":material/close:", type="tertiary"):
+        ws.forget_jobs(job_ids)
+        st.session_state[state.UPLOAD_JOBS] = []
+        state.clear_notices()
+        st.rerun()
 
 
 @st.fragment(run_every=0.5)
 def _live_jobs(job_ids: list[str]) -> None:
     """Redraws itself twice a second while files are being added; a full rerun refreshes the list at the end."""
     _jobs_area(job_ids)
-    if all(j.state == "done" for j in queue.jobs(job_ids)):
+    if all(j.state == "done" for j in ws.jobs(job_ids)):
         st.rerun()
 
 
-max_mb = settings.max_upload_mb if session is None else min(settings.max_upload_mb, settings.demo_max_file_mb)
+limits = ws.limits()
+max_mb = limits.max_file_mb
 files = st.file_uploader(
     "Add documents: drag files onto this box, or click Upload",
     type=FILE_TYPES,
@@ -142,27 +106,21 @@ files = st.file_uploader(
 if files:
     _submit(files)
     st.rerun()
-if session is not None:
-    st.caption(":material/data_usage: " + render.message_markdown(_usage_line()))
-kept = ui_state.notices()
+if limits.usage_line:
+    st.caption(":material/data_usage: " + render.message_markdown(limits.usage_line))
+kept = state.notices()
 for kind, text in kept:
     show_message(text, kind)
 if kept and st.button("Dismiss", key="dismiss_notices", icon=":material/close:", type="tertiary"):
-    ui_state.clear_notices()
+    state.clear_notices()
     st.rerun()
 
-if session is not None:
-    docs = session.documents()
-    own_articles = any(d.kind == "wikipedia" and d.owner == session.session_id for d in docs)  # samples never refresh
-else:
-    docs = library.documents(ui_state.visible_owners())
-    own_articles = any(d.kind == "wikipedia" for d in docs)
-wikipedia_box(queue, library, settings, owner, ui_state.visible_owners(), _remember, has_articles=own_articles,
-              session=session)
+docs = ws.documents()
+wikipedia_box(ws, has_articles=ws.has_own_articles(docs))  # the shared samples are never refreshed
 
-my_jobs = st.session_state.get(ui_state.UPLOAD_JOBS, [])
+my_jobs = st.session_state.get(state.UPLOAD_JOBS, [])
 if my_jobs:
-    if any(j.state != "done" for j in queue.jobs(my_jobs)):
+    if any(j.state != "done" for j in ws.jobs(my_jobs)):
         _live_jobs(my_jobs)
     else:
         _jobs_area(my_jobs)
@@ -171,25 +129,17 @@ if my_jobs:
 # -- the document list --------------------------------------------------------------
 def _delete(doc: DocumentInfo) -> None:
     st.session_state.pop("confirm_delete", None)
-    ui_state.clear_notices()
+    state.clear_notices()
     try:
-        if session is not None:
-            session.delete(doc.doc_id)  # own documents only; the original goes with it
-        else:
-            library.delete(doc.doc_id, ui_state.visible_owners())
-            delete_original(settings, doc.doc_id)
+        ws.delete(doc.doc_id)  # the chunks and the saved original go with it
     except SampleReadOnly as e:
-        ui_state.add_notice(str(e))
+        state.add_notice(str(e))
         return
     except DocumentNotFound:  # already gone: deleted in another tab, or by the demo's idle cleanup
-        ui_state.add_notice(f"“{doc.title or doc.file_name}” is no longer in your library, so there was nothing to "
+        state.add_notice(f"“{doc.title or doc.file_name}” is no longer in your library, so there was nothing to "
                             "delete.", "info")
         return
     st.session_state["deleted_title"] = doc.title
-
-
-def _is_sample(doc: DocumentInfo) -> bool:
-    return session is not None and doc.owner == SHARED_OWNER
 
 
 def _doc_row(doc: DocumentInfo) -> None:
@@ -200,13 +150,13 @@ def _doc_row(doc: DocumentInfo) -> None:
             url = render.safe_wikipedia_url(doc.url) if doc.kind == "wikipedia" else None
             if url:
                 title += " · " + render.link_markdown("Wikipedia", url) + " :material/open_in_new:"
-            if _is_sample(doc):
+            if ws.is_read_only(doc):
                 title += " " + SAMPLE_BADGE
             st.markdown(title)
             bits = [render.kind_label(doc.kind)]
             if doc.pages:
-                bits.append(_plural(doc.pages, "page"))
-            bits.append(_plural(doc.chunks, "passage"))
+                bits.append(plural(doc.pages, "page"))
+            bits.append(plural(doc.chunks, "passage"))
             added = render.date_label(doc.added_at)
             if added:
                 bits.append(f"added {added}")
@@ -215,7 +165,7 @@ def _doc_row(doc: DocumentInfo) -> None:
             if "removed upstream" in doc.flags:
                 bits.append("no longer on Wikipedia")
             st.caption(render.escape_markdown(" · ".join(bits)))
-        if _is_sample(doc):  # shared by every visitor: nobody can remove it, so no Delete button
+        if ws.is_read_only(doc):  # shared by every visitor: nobody can remove it, so no Delete button
             return
         with action:
             if st.button("Delete", key=f"del_{doc.doc_id}", icon=":material/delete:", type="tertiary",

@@ -3,20 +3,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui_state
 from rag_core import render
 from rag_core.errors import DocChatError
 from rag_core.llm import ollama_status, pull_model
-from ui_sources import show_message
+from ui import state as ui_state
+from ui.navigation import require_app_entry
+from ui.sources import show_message
 
-ui_state.require_app_entry()
+require_app_entry()
 st.title("Settings")
-settings = ui_state.get_settings()
+ws = ui_state.workspace()
+settings = ws.settings
 base = ui_state.base_settings()
 prefs = ui_state.prefs()
-demo = ui_state.is_demo(base)
 
-st.caption("Changes here last until you close this browser tab.")
+st.caption(f"Changes here last {ws.settings_lifetime}.")
 
 
 def _set_host() -> None:
@@ -37,16 +38,14 @@ def _use_llm_toggle(label: str) -> None:
     st.toggle(label, value=prefs["use_llm"], key="set_use_llm", on_change=_set_use_llm)
 
 
-def _demo_model_section() -> None:
-    """The hosted demo: the server decides the model; a visitor only sees which mode is active."""
-    from rag_core.sessions import demo_banner, llm_mode
-
-    session = ui_state.session_library()
-    st.subheader("Answers in this demo")
-    show_message(demo_banner(session.settings), "info")
-    if llm_mode(session.settings) == "remote":
+def _fixed_model_section() -> None:
+    """The model is set up by whoever runs this server; a visitor only sees which mode is active."""
+    st.subheader("Answers")
+    if ws.banner:
+        show_message(ws.banner, "info")
+    if ws.model_toggle():
         _use_llm_toggle("Write answers with the AI model (off: quote the documents directly)")
-    st.caption("The demo's language model is set up by whoever runs it. To use your own model and keep your files "
+    st.caption("The language model here is set up by whoever runs it. To use your own model and keep your files "
                "on your own computer, install DocChat locally.")
 
 
@@ -116,10 +115,10 @@ def _pull(name: str) -> None:
 
 
 # -- language model ----------------------------------------------------------------
-if demo:
-    _demo_model_section()
-else:
+if ws.model_choice:
     _local_model_section()
+else:
+    _fixed_model_section()
 
 # -- answers -----------------------------------------------------------------------
 st.subheader("Answers")

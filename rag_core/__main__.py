@@ -1,4 +1,4 @@
-"""Command line: python -m rag_core COMMAND ... (ingest, list, search, delete)."""
+"""Command line: python -m rag_core COMMAND ... (ingest, list, search, delete, settings, wiki..., ask, eval)."""
 from __future__ import annotations
 
 import argparse
@@ -6,10 +6,11 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from .cli_common import emit, open_library
-from .config import Settings, load_settings
-from .errors import DocChatError
+from .config import Settings, describe, load_settings, settings_markdown
+from .errors import DocChatError, SettingsError
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
@@ -58,7 +59,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         hits = lib.search(args.query, k=args.k)
     finally:
         lib.close()
-    rows = [{"doc_id": p.chunk.doc_id, "title": p.chunk.source.title, "page": p.chunk.page_start,
+    rows: list[dict[str, Any]] = [{"doc_id": p.chunk.doc_id, "title": p.chunk.source.title, "page": p.chunk.page_start,
              "section": p.chunk.section, "text": p.chunk.text, "score": round(p.score, 4),
              "char_start": p.chunk.char_start, "char_end": p.chunk.char_end} for p in hits]
 
@@ -81,6 +82,25 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         lib.close()
     emit(args, {"deleted": info.doc_id, "title": info.title}, lambda: print(f"Deleted “{info.title}” ({info.doc_id})."))
+    return 0
+
+
+def cmd_settings(args: argparse.Namespace, settings: Settings) -> int:
+    """List every setting: variable, meaning, allowed values, default and current value (or docs/settings.md)."""
+    if args.markdown:
+        print(settings_markdown(), end="")
+        return 0
+    rows = describe(settings)
+
+    def human() -> None:
+        for r in rows:
+            shown = r.as_json()
+            value = "(not set)" if shown["value"] is None else shown["value"]
+            default = "(not set)" if shown["default"] is None else shown["default"]
+            print(f"{r.variable} = {value}")
+            print(f"    {r.description} Allowed: {r.allowed}. Default: {default}.")
+
+    emit(args, {"settings": [r.as_json() for r in rows]}, human)
     return 0
 
 
@@ -108,9 +128,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("delete", parents=[common], help="delete a document and its chunks")
     p.add_argument("doc_id")
     p.set_defaults(func=cmd_delete)
-    from .cli_wikipedia import register as register_wikipedia; register_wikipedia(sub, common)  # noqa: E702
-    from .cli_answers import register as register_answers; register_answers(sub, common)  # noqa: E702
-    from .cli_eval import register as register_eval; register_eval(sub, common)  # noqa: E702
+
+    p = sub.add_parser("settings", parents=[common], help="list every setting (environment variable) and its value")
+    p.add_argument("--markdown", action="store_true", help="print docs/settings.md instead")
+    p.set_defaults(func=cmd_settings)
+    from .cli_answers import register as register_answers
+    from .cli_eval import register as register_eval
+    from .cli_wikipedia import register as register_wikipedia
+
+    for register in (register_wikipedia, register_answers, register_eval):
+        register(sub, common)
     return parser
 
 
@@ -123,15 +150,16 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings()
         if args.data_dir:
             settings = settings.with_overrides(data_dir=Path(args.data_dir))
+    except SettingsError as e:  # always on stderr, even with --json: nothing ran
+        print(f"Error: {e}", file=sys.stderr)
+        return 2
+    try:
         return args.func(args, settings)
     except DocChatError as e:
         if getattr(args, "json", False):
             print(json.dumps({"error": str(e)}, ensure_ascii=False))
         else:
             print(f"Error: {e}", file=sys.stderr)
-        return 2
-    except ValueError as e:  # bad settings
-        print(f"Error: {e}", file=sys.stderr)
         return 2
 
 

@@ -1,17 +1,12 @@
 """Document -> Chunks: structure first (section, paragraph, line, sentence), packed to a token budget."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Protocol
 
 from .models import Chunk, Document
+from .text import paragraph_spans, sentence_spans
 
-# Sentence ends: terminal punctuation (Latin, CJK, Arabic) optionally followed by closing quotes/brackets,
-# then whitespace. Paragraph = blank-line separated; single newlines (list items, table rows) also end a unit.
-_SENTENCE_END = re.compile(r"(?<=[.!?…。！？؟])[\"'”’)\]]*\s+")
-_PARA_BREAK = re.compile(r"\n[ \t]*\n\s*")
-_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|Dr|Mr|Mrs|Ms|Prof|Fig|Nr|No|ca|bzw|z\.B|d\.h|S)\.|\b[A-Z]\.)$")
 _SPECIAL_TOKENS = 2  # [CLS] and [SEP] added by the model
 
 
@@ -29,38 +24,6 @@ class _Unit:
     end: int
     tokens: int
     para: int  # paragraph number inside the section
-
-
-def _spans(text: str, base: int, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
-    """Split text[.] at pattern matches into (start, end) spans with absolute offsets, trimmed."""
-    out, pos = [], 0
-    for m in pattern.finditer(text):
-        out.append((pos, m.start()))
-        pos = m.end()
-    out.append((pos, len(text)))
-    spans = []
-    for s, e in out:
-        seg = text[s:e]
-        stripped = seg.strip()
-        if not stripped:
-            continue
-        lead = len(seg) - len(seg.lstrip())
-        spans.append((base + s + lead, base + s + lead + len(stripped)))
-    return spans
-
-
-def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Sentence spans in text[start:end], not breaking after common abbreviations."""
-    seg = text[start:end]
-    out: list[tuple[int, int]] = []
-    pos = 0
-    for m in _SENTENCE_END.finditer(seg):
-        if _ABBREV.search(seg[max(pos, m.start() - 8):m.start()]):
-            continue
-        out.append((pos, m.start()))
-        pos = m.end()
-    out.append((pos, len(seg)))
-    return [(start + s, start + e) for s, e in out if seg[s:e].strip()]
 
 
 def _split_long(text: str, start: int, end: int, budget: int, tok: Tokenizer) -> list[tuple[int, int, int]]:
@@ -89,12 +52,11 @@ def _units(doc: Document, s_start: int, s_end: int, budget: int, tok: Tokenizer)
     """Sentence-level units of one section, tagged with their paragraph, each within the budget."""
     text = doc.text
     raw: list[tuple[int, int, int]] = []  # (start, end, para)
-    for p, (ps, pe) in enumerate(_spans(text[s_start:s_end], s_start, _PARA_BREAK)):
-        for ls, le in _spans(text[ps:pe], ps, re.compile(r"\n")):
-            raw.extend((a, b, p) for a, b in _sentences(text, ls, le))
+    for p, (ps, pe) in enumerate(paragraph_spans(text, s_start, s_end)):
+        raw.extend((a, b, p) for a, b in sentence_spans(text, ps, pe))  # every line break also ends a unit
     counts = tok.count_tokens([text[a:b] for a, b, _ in raw])
     units: list[_Unit] = []
-    for (a, b, p), n in zip(raw, counts):
+    for (a, b, p), n in zip(raw, counts, strict=True):
         if n <= budget:
             units.append(_Unit(a, b, n, p))
         else:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .config import Settings
 
@@ -19,7 +20,7 @@ def emit(args: argparse.Namespace, payload: dict, human: Callable[[], None]) -> 
         human()
 
 
-def open_library(settings: Settings) -> "Library":
+def open_library(settings: Settings) -> Library:
     """Open the library (imported lazily so `--help` stays fast)."""
     from .library import Library
 

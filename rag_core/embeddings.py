@@ -22,10 +22,10 @@ from .errors import DocChatError  # noqa: E402
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 32
-# Bump when LexicalEncoder changes what it emits: stored sparse vectors must come from the same encoder.
-LEXICAL_VERSION = "fastembed-bm25-english-1"
-LEXICAL_MODEL = "Qdrant/bm25"  # fastembed's BM25 (no weights to download)
-LEXICAL_LANGUAGE = "english"  # Snowball stemmer language
+# Bump when LexicalEncoder changes what it emits: stored sparse vectors must come from the same encoder
+# (a library stamped with another version is re-encoded on open, see rag_core.store.Store._reencode_lexical).
+LEXICAL_VERSION = "qdrant-edge-bm25-english-1"
+LEXICAL_LANGUAGE = "english"  # stop words and Snowball stemmer of Qdrant's Bm25
 
 
 def resolve_model_path(name: str) -> Path:
@@ -53,7 +53,7 @@ def resolve_model_path(name: str) -> Path:
 
 
 class Embedder(Embeddings):
-    """A sentence-transformers model on the CPU: normalised vectors, batching and its own tokenizer."""
+    """A LangChain Embeddings over a sentence-transformers model on the CPU: normalised vectors, its own tokenizer."""
 
     def __init__(self, name: str = DEFAULT_EMBEDDING_MODEL) -> None:
         from sentence_transformers import SentenceTransformer
@@ -61,8 +61,11 @@ class Embedder(Embeddings):
         self.name = name
         path = resolve_model_path(name)
         self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        self.dim: int = int(self._model.get_embedding_dimension())
-        self.max_seq_length: int = int(self._model.max_seq_length)
+        dim, max_seq_length = self._model.get_embedding_dimension(), self._model.max_seq_length
+        if dim is None or max_seq_length is None:
+            raise DocChatError(f"The embedding model “{name}” does not say its vector size and input length.")
+        self.dim: int = int(dim)
+        self.max_seq_length: int = int(max_seq_length)
         self.tokenizer = self._model.tokenizer
         # torch inference is thread-safe enough, but two big batches at once only thrash 2 cores.
         self._lock = threading.Lock()
@@ -119,29 +122,28 @@ class Embedder(Embeddings):
 
 
 class LexicalEncoder(SparseEmbeddings):
-    """BM25 term weights from fastembed's Bm25 (words, Snowball stemming, TF saturation, length norm); Qdrant adds IDF.
+    """BM25 term weights from Qdrant's own Bm25 (qdrant-edge-py): words, English stop words and Snowball stems, TF
+    saturation and length norm; Qdrant adds the IDF.
 
     Documents get BM25's term-frequency part; a query gets weight 1 per distinct term. The sparse vector is stored
-    with Qdrant's IDF modifier, so the score Qdrant computes is BM25 - the same in embedded and server mode.
+    with Qdrant's IDF modifier, so the score is BM25 - the same in Qdrant Edge and on a Qdrant server. Native code,
+    no model files, nothing downloaded; safe to call from many threads.
     """
 
-    def __init__(self, embedder: Embedder | None = None, language: str = LEXICAL_LANGUAGE) -> None:
-        from fastembed.sparse.bm25 import Bm25
+    def __init__(self, language: str = LEXICAL_LANGUAGE) -> None:
+        from qdrant_edge import Bm25, Bm25Config
 
-        # No stop-word list (measured: it did not help with IDF), and `specific_model_path` keeps fastembed from
-        # looking for its stop-word files on the Hugging Face hub: nothing is downloaded.
-        self._bm25 = Bm25(LEXICAL_MODEL, language=language, stopwords=set(),
-                          specific_model_path=str(Path(__file__).resolve().parent))
+        self._bm25 = Bm25(Bm25Config(language=language))
 
     @staticmethod
     def _convert(emb) -> SparseVector:
-        pairs = sorted(zip(emb.indices.tolist(), emb.values.tolist()))
-        return SparseVector(indices=[int(i) for i, _ in pairs], values=[float(v) for _, v in pairs])
+        pairs = sorted(zip(emb.indices, emb.values, strict=True))
+        return SparseVector.model_construct(indices=[i for i, _ in pairs], values=[v for _, v in pairs])
 
     def embed_documents(self, texts: list[str]) -> list[SparseVector]:
         """Sparse vectors for passages."""
-        return [self._convert(e) for e in self._bm25.embed(list(texts))] if texts else []
+        return [self._convert(self._bm25.embed_document(t)) for t in texts]
 
     def embed_query(self, text: str) -> SparseVector:
-        """Sparse vector for a query."""
-        return self._convert(next(iter(self._bm25.query_embed(text))))
+        """Sparse vector for a query (no terms when it has no searchable word)."""
+        return self._convert(self._bm25.embed_query(text))

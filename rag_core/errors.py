@@ -10,6 +10,14 @@ class DocChatError(Exception):
         self.message = message
 
 
+class SettingsError(DocChatError, ValueError):
+    """A setting (environment variable or st.secrets entry) has a value DocChat cannot use.
+
+    The message is one sentence naming the variable and what it accepts, e.g.
+    "DOCCHAT_CHUNK_TOKENS=2 is not allowed: use a whole number from 32 to 256." (also a ValueError, as before).
+    """
+
+
 class IngestError(DocChatError):
     """A file could not be added to the library."""
 

@@ -6,9 +6,9 @@ import json
 import logging
 import re
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 from .config import Settings
 from .embeddings import LEXICAL_VERSION
@@ -114,7 +114,8 @@ def load_xquad(path: Path = DATASET_FILES["xquad"]) -> Dataset:
     for article in raw["data"]:
         title = article["title"]
         doc_id = "xquad-" + re.sub(r"[^A-Za-z0-9_-]+", "_", title)
-        parts, pos = [], 0
+        parts: list[str] = []
+        pos = 0
         for p in article["paragraphs"]:
             context = p["context"].strip()
             if parts:

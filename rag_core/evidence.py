@@ -8,17 +8,18 @@ is in it. The thresholds are measured in benchmarks/faithfulness.py --calibrate 
 """
 from __future__ import annotations
 
-import functools
 import logging
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .citations import find_markers
 from .models import Answer, Citation, Passage, SentenceCheck
+from .text import Terms, content_terms, is_refusal, sentence_spans, trim_span
 
 if TYPE_CHECKING:  # pragma: no cover
     from .embeddings import Embedder
@@ -41,19 +42,6 @@ NOVEL_MIN = 0.5  # share of the words the sentence adds to the question (its ans
 SHORT_CLAIM_TERMS = 2  # sentences this short ("Brussels.") are embedded together with the question
 METHODS = ("combined", "lexical", "embedding")
 
-_STOPWORDS = frozenset("""
-a about above after again against all also am an and any are as at be because been before being below between both
-but by can could did do does doing down during each few for from further had has have having he her here hers herself
-him himself his how i if in into is it its itself just me more most my myself no nor not now of off on once only or
-other our ours ourselves out over own same she should so some such than that the their theirs them themselves then
-there these they this those through to too under until up very was we were what when where which while who whom why
-will with would you your yours yourself yourselves yes may might must shall st nd rd th s t
-answer answers question questions source sources passage passages document documents according based provided
-context text information mentioned stated says said given n
-""".split())
-_TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
-# A sentence ends at . ! ? … (plus closing quotes/brackets) followed by space and a non-lowercase character.
-_SENT_END_RE = re.compile(r"(?<=[.!?…。！？])[\"”’'»)\]]*\s+(?=[^\sa-z])")
 _QUOTE_LINE_RE = re.compile(r"^\s*(?:[-•*]|\d+[.)])\s*[“\"«]")  # an extractive bullet: keep the quote whole
 _BULLET_RE = re.compile(r"^\s*(?:[-•*]|\d+[.)])\s+")
 _QUOTES = " “”\"«»'"
@@ -61,64 +49,15 @@ _ANAPHOR_RE = re.compile(r"^\W*(it|its|he|his|she|her|they|their|them|this|these
                          r"the former|both|such)\b", re.IGNORECASE)
 
 
-# --------------------------------------------------------------------------- words and sentences
-@functools.lru_cache(maxsize=1)
-def _stemmer():
-    from py_rust_stemmers import SnowballStemmer  # ships with fastembed, which the lexical index already uses
-
-    return SnowballStemmer("english")
-
-
-@dataclass(frozen=True)
-class Terms:
-    """The content of a sentence: word stems and numbers, and its key terms.
-
-    Key terms are the numbers and names (capitalised words): the words an answer most often gets wrong while the
-    rest of the sentence still matches ("The capital of Belgium is Paris"). A capitalised first word may just be
-    the sentence start, so it is kept apart (`opener`) and only checked against the whole passage."""
-
-    words: frozenset[str]
-    keys: frozenset[str]
-    opener: frozenset[str]
-
-
-def content_terms(text: str) -> Terms:
-    """Stems and numbers of `text` (stop words dropped, "1,200" read as 1200), with its key terms."""
-    words, keys, opener, first = [], set(), set(), True
-    for m in _TOKEN_RE.finditer(text):
-        tok = m.group().casefold()
-        if tok[0].isdigit():
-            tok = tok.replace(",", "")
-            words.append(tok)
-            keys.add(tok)
-        elif tok not in _STOPWORDS and len(tok) > 1:
-            stem = _stemmer().stem_word(tok)
-            words.append(stem)
-            if m.group()[0].isupper():
-                (opener if first else keys).add(stem)
-        first = False
-    return Terms(frozenset(words), frozenset(keys), frozenset(opener - keys))
-
-
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
+# --------------------------------------------------------------------------- sentences of an answer
 def split_sentences(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence of `text`: every line is split at sentence ends; a quoted bullet stays whole."""
     spans: list[tuple[int, int]] = []
     for line in re.finditer(r"[^\n]+", text):
-        ls, le = line.span()
-        pos = ls
-        if not _QUOTE_LINE_RE.match(line.group()):
-            for m in _SENT_END_RE.finditer(text, ls, le):
-                spans.append(_trim(text, pos, m.start()))
-                pos = m.end()
-        spans.append(_trim(text, pos, le))
+        if _QUOTE_LINE_RE.match(line.group()):
+            spans.append(trim_span(text, *line.span()))
+        else:
+            spans.extend(sentence_spans(text, *line.span()))
     return [(s, e) for s, e in spans if e > s]
 
 
@@ -139,7 +78,7 @@ def answer_sentences(text: str) -> list[tuple[tuple[int, int], tuple[int, ...]]]
         if lead:
             out[-1][0] = (out[-1][0][0], lead[-1].end)
             out[-1][1].extend(n for mk in lead for n in mk.numbers)
-            s, e = _trim(text, lead[-1].end, e)
+            s, e = trim_span(text, lead[-1].end, e)
             inside = inside[len(lead):]
             if e <= s:
                 continue
@@ -160,8 +99,6 @@ def claim_text(sentence: str) -> str:
 
 
 def _is_claim(text: str, terms: frozenset[str]) -> bool:
-    from .generation import is_refusal  # lazy: generation imports this module
-
     t = text.strip()
     return bool(terms) and not t.endswith((":", "?")) and not is_refusal(t)
 
@@ -226,6 +163,11 @@ def _verbatim(claim: str, text: str) -> tuple[int, int] | None:
     return m.span() if m else None
 
 
+def _quoted(span: tuple[int, int]) -> Evidence:
+    """The evidence of a word-for-word quote: fully covered, fully similar, supported."""
+    return Evidence(span[0], span[1], 1.0, 1.0, True, True, True)
+
+
 def _snap(span: tuple[int, int], units: list[_Unit]) -> tuple[int, int]:
     """Widen a span to the whole passage sentences it touches."""
     touched = [u for u in units if u.start < span[1] and span[0] < u.end]
@@ -271,7 +213,7 @@ def _best(claim: Terms, claim_vec: np.ndarray | None, units: list[_Unit], vecs: 
     return best
 
 
-def find_evidence(claims: Sequence[str], passages: Sequence[str], embedder: "Embedder", question: str = "",
+def find_evidence(claims: Sequence[str], passages: Sequence[str], embedder: Embedder, question: str = "",
                   method: str = "combined", titles: Sequence[str] | None = None) -> list[list[Evidence | None]]:
     """For every claim × passage text, the best evidence span (None when the claim has no content words).
 
@@ -288,18 +230,18 @@ def find_evidence(claims: Sequence[str], passages: Sequence[str], embedder: "Emb
         parsed.append(t)
     title_terms = [content_terms(t).words for t in (titles or [""] * len(passages))]
     verbatim = [[_verbatim(c, p) for p in passages] for c in claims]
-    need_vectors = method != "lexical" and any(t.words for t, row in zip(parsed, verbatim) if not any(row))
+    need_vectors = method != "lexical" and any(t.words for t, row in zip(parsed, verbatim, strict=True) if not any(row))
     units = [_units(p) for p in passages]
     claim_vecs: list[np.ndarray | None] = [None] * len(claims)
     vecs = None
     if need_vectors:
         texts: dict[str, int] = {}
         claim_rows = []
-        for c, is_short in zip(claims, short):
+        for c, is_short in zip(claims, short, strict=True):
             key = f"{question.strip()} {c}" if is_short else c
             claim_rows.append(texts.setdefault(key, len(texts)))
-        open_claims = [t.words for t, row in zip(parsed, verbatim) if t.words and not any(row)]
-        for p, us in zip(passages, units):
+        open_claims = [t.words for t, row in zip(parsed, verbatim, strict=True) if t.words and not any(row)]
+        for p, us in zip(passages, units, strict=True):
             for u in us:
                 # A sentence sharing too few words with every claim cannot back one (see decide): skip encoding it.
                 if method == "embedding" or any(len(w & u.terms) >= COVERAGE_FLOOR * len(w) for w in open_claims):
@@ -309,11 +251,10 @@ def find_evidence(claims: Sequence[str], passages: Sequence[str], embedder: "Emb
     out: list[list[Evidence | None]] = []
     for ci, terms in enumerate(parsed):
         row: list[Evidence | None] = []
-        for pi, p in enumerate(passages):
+        for pi in range(len(passages)):
             span = verbatim[ci][pi]
             if span is not None and terms.words:
-                start, end = _snap(span, units[pi])
-                row.append(Evidence(start, end, 1.0, 1.0, True, True, True))
+                row.append(_quoted(_snap(span, units[pi])))
             else:
                 row.append(_best(terms, claim_vecs[ci], units[pi], vecs, method,
                                  frozenset() if short[ci] else q.words, title_terms[pi], novel[ci]))
@@ -327,7 +268,7 @@ def _context(answer: Answer) -> list[Passage]:
     return list(answer.passages[:n])
 
 
-def verify_answer(answer: Answer, embedder: "Embedder", method: str = "combined") -> Answer:
+def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") -> Answer:
     """A copy of `answer` whose citations are verified / unsupported / matched, with evidence spans and per-sentence
     checks in `sentences`; a not-found answer (or one without passages) comes back unchanged."""
     t0 = time.perf_counter()
@@ -344,7 +285,8 @@ def verify_answer(answer: Answer, embedder: "Embedder", method: str = "combined"
     titles = [" ".join((numbered[n].chunk.source.title, numbered[n].chunk.section)) for n in ns]
 
     sentences = answer_sentences(answer.text)
-    claims, claim_of = [], {}
+    claims: list[str] = []
+    claim_of: dict[int, int] = {}
     for k, ((s, e), _) in enumerate(sentences):
         claim = claim_text(answer.text[s:e])
         if _is_claim(claim, content_terms(claim).words):
@@ -380,18 +322,19 @@ def verify_answer(answer: Answer, embedder: "Embedder", method: str = "combined"
             found = {n: _verbatim(quote, numbered[n].chunk.text) for n in cited}
             checks.append(SentenceCheck(span[0], span[1], NO_CLAIM, cited))
             for n in cited:
-                if found[n]:
-                    uses[n].append((span, Evidence(*found[n], 1.0, 1.0, True, True, True)))
+                hit = found[n]
+                if hit is not None:
+                    uses[n].append((span, _quoted(hit)))
                 elif orphan[k]:
                     uses[n].append((span, None))
             continue
-        row = dict(zip(ns, matrix[claim_of[k]]))
+        row = dict(zip(ns, matrix[claim_of[k]], strict=True))
         for n in cited:
             uses[n].append((span, row[n]))
-        good = tuple(n for n in cited if row[n] is not None and row[n].supported)
+        good = {n: ev for n in cited if (ev := row[n]) is not None and ev.supported}
         if good:
-            best = max(row[n].score for n in good)
-            checks.append(SentenceCheck(span[0], span[1], VERIFIED, cited, good, best))
+            best = max(ev.score for ev in good.values())
+            checks.append(SentenceCheck(span[0], span[1], VERIFIED, cited, tuple(good), best))
             continue
         candidates = [(ev.score, -n, n, ev) for n, ev in row.items() if ev is not None and ev.supported]
         best_any = max((ev.score for ev in row.values() if ev is not None), default=0.0)
@@ -416,13 +359,13 @@ def verify_answer(answer: Answer, embedder: "Embedder", method: str = "combined"
             citations[c.n] = replace(c, status=UNSUPPORTED, evidence_start=None, evidence_end=None,
                                      support=max(scores) if scores else 0.0,
                                      answer_spans=tuple(span for span, _ in uses.get(c.n, [])))
-    for m, found in matches.items():
+    for m, backing in matches.items():
         if m in citations:
             continue
-        _, top = max(found, key=lambda x: x[1].score)
+        _, top = max(backing, key=lambda x: x[1].score)
         citations[m] = Citation(n=m, passage=numbered[m], status=MATCHED, evidence_start=top.start,
                                 evidence_end=top.end, support=top.score,
-                                answer_spans=tuple(span for span, _ in found))
+                                answer_spans=tuple(span for span, _ in backing))
 
     ordered = tuple(citations[n] for n in sorted(citations))
     statuses = [c.status for c in ordered]

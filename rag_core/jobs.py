@@ -7,11 +7,11 @@ import queue
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from .errors import DocChatError, FileTooLarge
-from .originals import save_original
+from .errors import DocChatError
 
 if TYPE_CHECKING:  # the library pulls in Qdrant and the model: pages import this module before painting
     from .library import IngestResult, Library
@@ -54,7 +54,7 @@ class JobView:
 class IngestQueue:
     """Runs ingests one after another on a daemon worker thread; thread-safe, one per process."""
 
-    def __init__(self, library: "Library", keep_finished: int = 500) -> None:
+    def __init__(self, library: Library, keep_finished: int = 500) -> None:
         self.library = library
         self.keep_finished = keep_finished
         self._jobs: dict[str, JobView] = {}
@@ -74,24 +74,15 @@ class IngestQueue:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="docchat-ingest", daemon=True)
                 self._thread.start()
-        self._queue.put(job_id)
+            self._queue.put(job_id)  # under the lock: the worker's exit check (below) sees it
         return job_id
 
     def submit_bytes(self, data: bytes, file_name: str, owner: str | None = None) -> str:
         """Queue an uploaded file (bytes in memory; the name is only a label); returns the job id."""
-        from .library import IngestResult
-
-        settings = self.library.settings
+        library = self.library
 
         def work(progress: Progress) -> IngestResult:
-            if len(data) > settings.max_upload_bytes:
-                return IngestResult(file_name, "failed", error=str(FileTooLarge(file_name, settings.max_upload_mb)))
-            result = self.library.ingest_bytes(data, file_name, owner=owner, progress=progress)
-            if result.status in ("added", "unchanged") and result.doc_id:
-                info = self.library.store.get(result.doc_id)
-                if info is not None:
-                    save_original(settings, result.doc_id, data, info.kind)
-            return result
+            return library.ingest_bytes(data, file_name, owner=owner, progress=progress)
 
         return self.submit(file_name, work, owner)
 
@@ -140,7 +131,11 @@ class IngestQueue:
         while True:
             job_id = self._queue.get()
             if job_id is None:
-                return
+                with self._lock:
+                    if self._queue.empty():  # close(): stop; a job submitted after it keeps this worker going
+                        self._thread = None
+                        return
+                continue
             with self._lock:
                 work = self._work.pop(job_id)
                 label = self._jobs[job_id].label
@@ -170,7 +165,10 @@ class IngestQueue:
                 del self._jobs[j.id]
 
     def close(self, timeout: float = 5.0) -> None:
-        """Stop the worker after the jobs already queued."""
-        self._queue.put(None)
-        if self._thread is not None:
-            self._thread.join(timeout)
+        """Stop the worker after the jobs already queued (a later submit starts a new one)."""
+        with self._lock:
+            thread = self._thread
+            if thread is None or not thread.is_alive():
+                return  # no worker to stop: a sentinel left in the queue would swallow the next job
+            self._queue.put(None)
+        thread.join(timeout)

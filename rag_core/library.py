@@ -1,11 +1,15 @@
-"""Use cases called by the UI and the CLI: ingest, list, search, delete."""
+"""Use cases called by the UI and the CLI: ingest, list, search, delete.
+
+The Library also owns the private copies of PDFs (rag_core.originals, for "Show on the page"): every way of adding a
+PDF keeps its copy, every way of deleting a document removes it.
+"""
 from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable
 
 from .chunking import chunk_document
 from .config import Settings
@@ -13,6 +17,7 @@ from .embeddings import Embedder
 from .errors import DocChatError, FileTooLarge, NoText
 from .loaders import load_bytes
 from .models import Document, DocumentInfo, Passage
+from .originals import KINDS_KEPT, delete_original, load_original, save_original
 from .retrieval import retrieve
 from .store import Progress, Store, open_store, stamp
 
@@ -51,15 +56,22 @@ class Library:
         self.store = store or open_store(settings, self.embedder)
 
     # -- ingest --------------------------------------------------------------
+    def check_size(self, file_name: str, size: int) -> None:
+        """FileTooLarge when a file of `size` bytes is over the upload limit (checked before any work)."""
+        if size > self.settings.max_upload_bytes:
+            raise FileTooLarge(file_name, self.settings.max_upload_mb)
+
     def ingest_document(self, doc: Document, owner: str | None = None, progress: Progress | None = None,
-                        label: str | None = None) -> IngestResult:
-        """Chunk, embed and store an already-loaded Document (idempotent by doc_id)."""
+                        label: str | None = None, original: bytes | None = None) -> IngestResult:
+        """Chunk, embed and store an already-loaded Document (idempotent by doc_id); `original` is the file's bytes,
+        kept privately for PDFs so a cited page can be shown."""
         name = label or doc.source.file_name
         if owner is not None:
             # Private libraries (hosted demo): the same file uploaded by two sessions is two documents.
             doc = replace(doc, doc_id=scoped_doc_id(doc.doc_id, owner))
         existing = self.store.get(doc.doc_id)
         if existing is not None:
+            self._keep_original(doc.doc_id, doc.source.kind, original)  # repairs a copy lost or never made
             return IngestResult(name, "unchanged", doc.doc_id, existing.chunks, existing.pages, existing.title)
         doc = replace(doc, source=stamp(doc.source))
         if progress:
@@ -68,17 +80,28 @@ class Library:
         if not chunks:
             raise NoText(doc.source.file_name)
         info = self.store.add_chunks(doc.source, chunks, doc.page_count, owner=owner, progress=progress)
+        self._keep_original(info.doc_id, doc.source.kind, original)
         return IngestResult(name, "added", info.doc_id, info.chunks, info.pages, info.title)
+
+    def _keep_original(self, doc_id: str, kind: str, data: bytes | None) -> None:
+        """Save the private copy of a PDF; a failure costs only the page image, so it is logged, not raised."""
+        if data is None or kind not in KINDS_KEPT:
+            return
+        try:
+            save_original(self.settings, doc_id, data, kind)
+        except OSError:
+            log.exception("Could not keep a copy of document %s for page images", doc_id)
 
     def ingest_bytes(self, data: bytes, file_name: str, owner: str | None = None,
                      progress: Progress | None = None, label: str | None = None) -> IngestResult:
         """Add one uploaded file; never raises for bad input, the result says what happened."""
         label = label or file_name
         try:
+            self.check_size(file_name, len(data))
             if progress:
                 progress("reading", 0, 1)
             doc = load_bytes(data, file_name, self.settings)
-            return self.ingest_document(doc, owner, progress, label)
+            return self.ingest_document(doc, owner, progress, label, original=data)
         except DocChatError as e:
             log.info("Could not add %s: %s", file_name, e)
             return IngestResult(label, "failed", error=str(e))
@@ -94,8 +117,10 @@ class Library:
             size = path.stat().st_size
         except OSError as e:
             return IngestResult(str(path), "failed", error=f"“{path.name}”: the file could not be opened ({e.strerror}).")
-        if size > self.settings.max_upload_bytes:
-            return IngestResult(str(path), "failed", error=str(FileTooLarge(path.name, self.settings.max_upload_mb)))
+        try:
+            self.check_size(path.name, size)
+        except FileTooLarge as e:
+            return IngestResult(str(path), "failed", error=str(e))
         return self.ingest_bytes(path.read_bytes(), path.name, owner, progress, label=str(path))
 
     # -- read / delete -------------------------------------------------------
@@ -109,8 +134,16 @@ class Library:
         return retrieve(self.store, query, k, doc_ids, owners)
 
     def delete(self, doc_id: str, owners: Iterable[str | None] | None = None) -> DocumentInfo:
-        """Delete a document and its chunks."""
-        return self.store.delete(doc_id, owners)
+        """Delete a document, its chunks and its saved original."""
+        info = self.store.delete(doc_id, owners)
+        delete_original(self.settings, doc_id)
+        return info
+
+    def original(self, doc_id: str, owners: Iterable[str | None] | None = None) -> bytes | None:
+        """The saved PDF of a document visible to `owners` (None: any), or None when there is none."""
+        if self.store.get(doc_id, owners) is None:
+            return None
+        return load_original(self.settings, doc_id)
 
     def close(self) -> None:
         """Release the store."""

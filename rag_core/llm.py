@@ -2,15 +2,24 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import ollama
 
 from .config import Settings
-from .errors import (LLMError, LLMTimeout, ModelNotPulled, ModelPullFailed, OllamaFailed, OllamaRefused,
-                     OllamaUnavailable, StreamInterrupted)
+from .errors import (
+    LLMError,
+    LLMTimeout,
+    ModelNotPulled,
+    ModelPullFailed,
+    OllamaFailed,
+    OllamaRefused,
+    OllamaUnavailable,
+    StreamInterrupted,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +71,7 @@ class OllamaStatus:
     def has_model(self, name: str) -> bool:
         """True when `name` is installed ("llama3.2" also matches "llama3.2:latest")."""
         want = name if ":" in name else f"{name}:latest"
-        return any(m == name or m == want for m in self.models)
+        return any(m in (name, want) for m in self.models)
 
 
 def ollama_status(settings: Settings) -> OllamaStatus:

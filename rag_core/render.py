@@ -8,6 +8,7 @@ import string
 from urllib.parse import quote, urlsplit
 
 from .models import Chunk
+from .text import sentences
 
 log = logging.getLogger(__name__)
 
@@ -149,14 +150,11 @@ def link_markdown(label: str, url: str) -> str:
 
 
 # -- PDF pages ----------------------------------------------------------------
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-
-
 def _needles(text: str, words: int = 8, min_chars: int = 4) -> list[str]:
     """Search strings for PyMuPDF: table cells and lines, whole sentences if short, else runs of a few words."""
     out: list[str] = []
     for segment in re.split(r"\s*\|\s*|\n", text):
-        for sentence in _SENTENCE.split(" ".join(segment.split())):
+        for sentence in sentences(" ".join(segment.split())):
             tokens = sentence.split()
             if not tokens:
                 continue
@@ -175,7 +173,7 @@ CROP_MARGIN_PT = 24
 
 def _highlight(pg, needles: list[str], color: tuple[float, float, float]) -> list:
     """Add highlight annotations for every occurrence of the needles; returns their rectangles."""
-    rects = []
+    rects: list = []
     for needle in needles:
         quads = pg.search_for(needle, quads=True)
         if quads:
@@ -274,60 +272,3 @@ def date_label(iso: str) -> str:
     if when.tzinfo is not None:
         when = when.astimezone()
     return f"{when.day} {when:%b %Y, %H:%M}"
-
-
-# -- the cited sentence when the answer did not say which one -------------------
-_WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset("a an and are as at be by for from has have in is it its of on or that the this to was were "
-                  "which with".split())
-MIN_OVERLAP = 2  # content words shared by the reply sentence and the passage sentence
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in (m.group(0).casefold() for m in _WORD.finditer(text)) if w not in _STOP and len(w) > 1}
-
-
-def _line_spans(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Split spans that run over several lines (table rows, list items) into their lines."""
-    out = []
-    for start, end in spans:
-        pos = start
-        for line in text[start:end].split("\n"):
-            s, e = pos, pos + len(line)
-            pos = e + 1
-            while s < e and text[s].isspace():
-                s += 1
-            if len(text[s:e].split()) >= 1 and e > s:
-                out.append((s, e))
-    return out
-
-
-def evidence_span(reply: str, n: int, passage_text: str) -> tuple[int, int] | None:
-    """The passage sentence that best matches the reply sentences citing [n] (word overlap), or None."""
-    from .citations import find_markers
-    from .generation import sentence_spans
-
-    claims = _words(" ".join(s for s in re.split(r"(?<=[.!?])\s+", reply)
-                             if any(n in mk.numbers for mk in find_markers(s))))
-    if not claims:
-        return None
-    best, best_score = None, 0
-    for start, end in _line_spans(passage_text, sentence_spans(passage_text)):
-        score = len(claims & _words(passage_text[start:end]))
-        if score > best_score:
-            best, best_score = (start, end), score
-    return best if best_score >= MIN_OVERLAP else None
-
-
-def with_evidence(answer):
-    """The answer with a cited sentence located for every citation that has none (for highlighting)."""
-    from dataclasses import replace
-
-    changed = []
-    for c in answer.citations:
-        if c.evidence_start is None:
-            span = evidence_span(answer.text, c.n, c.passage.chunk.text)
-            if span:
-                c = replace(c, evidence_start=span[0], evidence_end=span[1])
-        changed.append(c)
-    return replace(answer, citations=tuple(changed))

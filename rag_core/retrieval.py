@@ -1,16 +1,21 @@
 """Question -> ranked, de-duplicated Passages. Methods: vector, lexical, rrf, dbsf (fused inside Qdrant), zscore.
 
 `zscore` is the default: Qdrant returns the dense and the lexical candidates in one batched request (the same
-call for embedded and server Qdrant); each list's scores are turned into z-scores and mixed with DENSE_WEIGHT.
+call for Qdrant Edge and a Qdrant server); each list's scores are turned into z-scores and mixed with DENSE_WEIGHT.
+Scoping (doc_ids, owners) and hiding incomplete documents happen inside Qdrant: every list comes back complete.
+
+`retrieve_scored` also returns the relevance used by the honesty check - the dense cosine of the best chunk in
+scope - from the same engine request (the top of the dense list, or a one-hit dense search batched alongside).
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Iterable
 
-from qdrant_client import models
+from langchain_qdrant import SparseVector
 
+from .backends import Search
 from .models import Chunk, Passage
 from .store import Store
 
@@ -27,17 +32,21 @@ class QueryVectors:
     """A query's dense vector and lexical sparse vector, computed once and reusable across methods."""
 
     dense: list[float]
-    sparse: models.SparseVector
+    sparse: SparseVector
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """Top passages plus the dense cosine of the best chunk in scope (None when nothing is in scope)."""
+
+    passages: list[Passage]
+    relevance: float | None
 
 
 def embed_queries(store: Store, queries: list[str]) -> list[QueryVectors]:
     """Dense (batched) and lexical vectors for many queries."""
     dense = store.embedder.encode(list(queries))
-    out = []
-    for q, d in zip(queries, dense):
-        sv = store.lexical.embed_query(q)
-        out.append(QueryVectors(d.tolist(), models.SparseVector(indices=sv.indices, values=sv.values)))
-    return out
+    return [QueryVectors(d.tolist(), store.lexical.embed_query(q)) for q, d in zip(queries, dense, strict=True)]
 
 
 def _overlaps(a: Chunk, b: Chunk) -> bool:
@@ -98,7 +107,7 @@ def zscore_fuse(dense: list[Passage], lexical: list[Passage], dense_weight: floa
     lists = []
     for weight, hits in ((dense_weight, dense), (1.0 - dense_weight, lexical)):
         zs = _zscores([p.score for p in hits])
-        lists.append((weight, {(p.chunk.doc_id, p.chunk.index): z for p, z in zip(hits, zs)}, min(zs, default=0.0)))
+        lists.append((weight, {(p.chunk.doc_id, p.chunk.index): z for p, z in zip(hits, zs, strict=True)}, min(zs, default=0.0)))
     chunks: dict[tuple[str, int], Chunk] = {}
     for p in (*dense, *lexical):
         chunks.setdefault((p.chunk.doc_id, p.chunk.index), p.chunk)
@@ -106,29 +115,48 @@ def zscore_fuse(dense: list[Passage], lexical: list[Passage], dense_weight: floa
     return sorted(out, key=lambda p: p.score, reverse=True)
 
 
-def retrieve(store: Store, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
-             owners: Iterable[str | None] | None = None, method: str = DEFAULT_METHOD,
-             vectors: QueryVectors | None = None, dense_weight: float = DENSE_WEIGHT) -> list[Passage]:
-    """Top-k de-duplicated passages for `query` (scoped to doc_ids / owners when given)."""
+def retrieve_scored(store: Store, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
+                    owners: Iterable[str | None] | None = None, method: str = DEFAULT_METHOD,
+                    vectors: QueryVectors | None = None, dense_weight: float = DENSE_WEIGHT,
+                    relevance: bool = True) -> Retrieved:
+    """Top-k de-duplicated passages for `query` (scoped to doc_ids / owners when given) and, unless `relevance` is
+    False, the best chunk's dense cosine, all from one request to Qdrant."""
     if method not in METHODS:
         raise ValueError(f"unknown retrieval method {method!r}; choose one of {', '.join(METHODS)}")
     if doc_ids is not None:
         doc_ids = list(doc_ids)
         if not doc_ids:
-            return []
+            return Retrieved([], None)
     qv = vectors or embed_queries(store, [query])[0]
-    if not qv.sparse.indices:  # no searchable word (e.g. only punctuation): the lexical side has nothing to say
-        if method == "lexical":
-            return []
+    has_words = bool(qv.sparse.indices)
+    if not has_words and method != "lexical":  # only punctuation or stop words: the lexical side has nothing to say
         method = "vector"
     fetch = k * OVERFETCH + 4
+    pool = max(CANDIDATES, fetch)
+    searches: list[Search] = []
     if method == "zscore":
-        dense_hits, lexical_hits = store.candidates(qv.dense, qv.sparse, max(CANDIDATES, fetch), doc_ids, owners)
-        ranked = zscore_fuse(dense_hits, lexical_hits, dense_weight)
+        searches = [Search(pool, dense=qv.dense), Search(pool, sparse=qv.sparse)]
+    elif method == "vector":
+        searches = [Search(fetch, dense=qv.dense)]
+    elif method == "lexical" and has_words:
+        searches = [Search(fetch, sparse=qv.sparse)]
+    elif method != "lexical":
+        searches = [Search(fetch, qv.dense, qv.sparse, fusion=method, prefetch_limit=pool)]
+    ranking = len(searches)
+    dense_first = method in ("zscore", "vector")  # the first list is the dense ranking itself
+    if relevance and not dense_first:
+        searches.append(Search(1, dense=qv.dense))
+    lists = store.run(searches, doc_ids, owners) if searches else []
+    if method == "zscore":
+        ranked = zscore_fuse(lists[0], lists[1], dense_weight)
     else:
-        dense = qv.dense if method != "lexical" else None
-        sparse = qv.sparse if method != "vector" else None
-        fusion = {"rrf": models.Fusion.RRF, "dbsf": models.Fusion.DBSF}.get(method)
-        ranked = store.query(dense, sparse, fetch, doc_ids, owners, fusion=fusion,
-                             prefetch_limit=max(CANDIDATES, fetch) if fusion else None)
-    return dedupe(ranked)[:k]
+        ranked = lists[0] if ranking else []
+    best = (lists[0] if dense_first else lists[ranking]) if relevance else []
+    return Retrieved(dedupe(ranked)[:k], best[0].score if best else None)
+
+
+def retrieve(store: Store, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
+             owners: Iterable[str | None] | None = None, method: str = DEFAULT_METHOD,
+             vectors: QueryVectors | None = None, dense_weight: float = DENSE_WEIGHT) -> list[Passage]:
+    """Top-k de-duplicated passages for `query` (scoped to doc_ids / owners when given)."""
+    return retrieve_scored(store, query, k, doc_ids, owners, method, vectors, dense_weight, relevance=False).passages

@@ -21,10 +21,10 @@ import secrets
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 from .config import Settings
 from .errors import DemoTrouble, DocChatError, DocumentNotFound, LimitReached, SampleReadOnly
@@ -32,7 +32,6 @@ from .generation import AnswerStream, start_answer
 from .library import IngestResult, Library, scoped_doc_id
 from .loaders import load_bytes
 from .models import Answer, Document, DocumentInfo, Passage, SourceMeta
-from .originals import delete_original, load_original, save_original
 from .retrieval import DEFAULT_METHOD, retrieve
 from .store import Progress
 from .wikipedia import LICENSE, RefreshReport, WikiImportResult, article_url, import_article, refresh, split_sections
@@ -177,7 +176,7 @@ class DemoHub:
         self._stop = threading.Event()
 
     # -- sessions ------------------------------------------------------------
-    def session(self, session_id: str) -> "SessionLibrary":
+    def session(self, session_id: str) -> SessionLibrary:
         """The private library of one session (created on first use; every call counts as activity)."""
         check_session_id(session_id)
         self._touch(session_id)
@@ -213,7 +212,6 @@ class DemoHub:
                 removed += 1
             except DocumentNotFound:
                 continue  # deleted concurrently
-            delete_original(self.settings, d.doc_id)
         return removed
 
     def cleanup_idle(self) -> list[str]:
@@ -272,14 +270,15 @@ class DemoHub:
         results, keep = [], set()
         for path in files:
             try:
-                doc = _sample_document(path, self.settings)
+                data = path.read_bytes()
+                doc = _sample_document(data, path.name, self.settings)
             except DocChatError as e:
                 log.warning("Sample %s was not loaded: %s", path.name, e)
                 results.append(IngestResult(path.name, "failed", error=str(e)))
                 continue
             keep.add(scoped_doc_id(doc.doc_id, SHARED_OWNER))  # the id Library.ingest_document gives it
             try:
-                results.append(self.library.ingest_document(doc, owner=SHARED_OWNER, label=path.name))
+                results.append(self.library.ingest_document(doc, owner=SHARED_OWNER, label=path.name, original=data))
             except DocChatError as e:
                 log.warning("Sample %s was not loaded: %s", path.name, e)
                 results.append(IngestResult(path.name, "failed", error=str(e)))
@@ -398,9 +397,7 @@ class SessionLibrary:
 
     def original(self, doc_id: str) -> bytes | None:
         """The stored PDF of a visible document (to show a cited page), or None."""
-        if self.get(doc_id) is None:
-            return None
-        return load_original(self.settings, doc_id)
+        return self._library.original(doc_id, owners=self.owners)
 
     # -- reading ---------------------------------------------------------------
     def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None,
@@ -424,8 +421,9 @@ class SessionLibrary:
         self._touch()
         self._hub._count_question(self.session_id)
         s = self.settings
+        owners: list[str | None] = list(self.owners)
         inner = start_answer(self._library, question, s, history, None if doc_ids is None else list(doc_ids),
-                             self.owners, use_llm=use_llm and llm_mode(s) == "remote", k=k)
+                             owners, use_llm=use_llm and llm_mode(s) == "remote", k=k)
         return DemoAnswerStream(inner)
 
     def answer(self, question: str, history: Sequence[tuple[str, str]] = (),
@@ -438,7 +436,7 @@ class SessionLibrary:
         return stream.answer
 
     # -- writing ---------------------------------------------------------------
-    def upload_work(self, data: bytes, file_name: str) -> Callable[[Progress], IngestResult]:
+    def upload_work(self, data: bytes, file_name: str) -> Callable[[Progress | None], IngestResult]:
         """Check the limits now (LimitReached at once) and reserve room; the returned function does the ingest and
         can run on the IngestQueue worker (IngestQueue.submit(name, work, owner=session_id))."""
         self._touch()
@@ -470,19 +468,16 @@ class SessionLibrary:
         try:
             if progress:
                 progress("reading", 0, 1)
+            self._library.check_size(name, len(data))
             doc = load_bytes(data, name, self.settings)  # ingest_document scopes the id to this owner
-            result = self._library.ingest_document(doc, owner=self.session_id, progress=progress, label=name)
+            result = self._library.ingest_document(doc, owner=self.session_id, progress=progress, label=name,
+                                                   original=data)
         except DocChatError as e:
             log.info("Demo upload failed: %s", e)
             return IngestResult(name, "failed", error=str(e))
         except Exception:  # noqa: BLE001 - the visitor gets a sentence, the log gets the traceback
             log.exception("Unexpected failure in a demo upload")
             return IngestResult(name, "failed", error=str(DemoTrouble(f"adding “{name}”")))
-        if result.status in ("added", "unchanged") and result.doc_id:
-            try:
-                save_original(self.settings, result.doc_id, data, doc.source.kind)
-            except OSError:
-                log.exception("Could not keep the original of a demo upload")
         return result
 
     def import_wikipedia(self, title: str, lang: str = "en", progress: Progress | None = None) -> WikiImportResult:
@@ -518,7 +513,6 @@ class SessionLibrary:
             if self.is_shared(doc_id):
                 raise SampleReadOnly() from None
             raise
-        delete_original(self.settings, doc_id)
         return info
 
     def clear(self) -> int:
@@ -528,11 +522,10 @@ class SessionLibrary:
 
 
 # --------------------------------------------------------------------------- samples
-def _sample_document(path: Path, settings: Settings) -> Document:
-    data = path.read_bytes()
-    if path.suffix.lower() == ".json":
-        return _recorded_wikipedia(data, path.name)
-    return load_bytes(data, path.name, settings)
+def _sample_document(data: bytes, file_name: str, settings: Settings) -> Document:
+    if file_name.lower().endswith(".json"):
+        return _recorded_wikipedia(data, file_name)
+    return load_bytes(data, file_name, settings)
 
 
 def _recorded_wikipedia(data: bytes, file_name: str) -> Document:

@@ -1,59 +1,66 @@
-"""Qdrant storage: chunk vectors (dense + lexical) and a registry of complete documents; atomic add/delete."""
+"""The library store: chunk vectors (dense + lexical) and a registry of complete documents; atomic add/delete.
+
+Chunks cross this boundary as LangChain Documents (chunk_to_document / document_to_chunk), stored in
+langchain-qdrant's payload layout {page_content, metadata} (plus metadata.status, see rag_core.backends): the
+collection reads as a langchain-qdrant one. The engine is a rag_core.backends.Backend: Qdrant Edge embedded under
+the data dir (default) or a Qdrant server (QDRANT_URL); both store the same ids, vectors and payloads.
+
+A document is visible only once complete: its registry entry and its chunk points are written "pending", every
+chunk is stored, then its points are marked "complete" (one set-payload-by-filter) and so is its entry. Searches
+filter on that flag inside the engine. A failure rolls the document back; a crash leaves a "pending" entry that
+cleanup_pending removes the next time the library is opened. Writes are serialised by one lock; reads take none.
+"""
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, replace
-from datetime import datetime, timezone
-from typing import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
 
-from langchain_qdrant import QdrantVectorStore, RetrievalMode
-from qdrant_client import QdrantClient, models
+from langchain_core.documents import Document
+from langchain_qdrant import SparseVector
 
+from .backends import (
+    COMPLETE,
+    CONTENT_KEY,
+    DELETING,
+    METADATA_KEY,
+    PENDING,
+    STATUS_KEY,
+    Backend,
+    Hit,
+    RawPoint,
+    Scope,
+    Search,
+    open_backend,
+)
 from .config import Settings
 from .embeddings import LEXICAL_VERSION, Embedder, LexicalEncoder
-from .errors import DocumentNotFound, EmbeddingModelMismatch, LibraryBusy, StoreUnavailable
+from .errors import DocumentNotFound, EmbeddingModelMismatch
 from .models import Chunk, DocumentInfo, Passage, SourceMeta
 
 log = logging.getLogger(__name__)
 
-DENSE = "dense"
-LEXICAL = "lexical"
-CONTENT_KEY = "page_content"  # langchain-qdrant's payload layout: {page_content, metadata}
-METADATA_KEY = "metadata"
 UPSERT_BATCH = 256
 PENDING_GRACE_S = 3600  # server mode: a pending document older than this is a crashed ingest
+OPTIMIZE_AT_OPEN = 20_000  # Edge: build the HNSW index on open when this many points are searched exhaustively
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 def now_iso() -> str:
     """Current UTC time, ISO-8601, seconds precision."""
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
-def open_client(settings: Settings) -> QdrantClient:
-    """A Qdrant client: the server at QDRANT_URL, else embedded local mode under the data dir."""
-    if settings.qdrant_url:
-        try:
-            client = QdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key, timeout=30)
-            client.get_collections()
-            return client
-        except Exception as e:  # noqa: BLE001 - any transport error means "unreachable"
-            raise StoreUnavailable(type(e).__name__) from e
-    settings.qdrant_path.mkdir(parents=True, exist_ok=True)
-    try:
-        return QdrantClient(path=str(settings.qdrant_path))
-    except RuntimeError as e:
-        if "already accessed" in str(e):
-            raise LibraryBusy(str(settings.qdrant_path)) from e
-        raise
-
-
-def _chunk_payload(chunk: Chunk, owner: str | None) -> dict:
+def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
+    """Everything needed to cite a chunk: where it sits in its document, where the document came from."""
     src = chunk.source
-    meta = {
+    return {
         "doc_id": chunk.doc_id,
         "index": chunk.index,
         "char_start": chunk.char_start,
@@ -62,19 +69,28 @@ def _chunk_payload(chunk: Chunk, owner: str | None) -> dict:
         "page_end": chunk.page_end,
         "heading_path": list(chunk.heading_path),
         "anchor": chunk.anchor,
-        "owner": owner,
         "source": asdict(src),
+        # Flat copies for LangChain users and prompts (document_to_chunk reads the fields above).
+        "title": src.title,
+        "section": chunk.section,
+        "page": chunk.page_start,
+        "url": src.url,
+        "license": src.license,
     }
-    return {CONTENT_KEY: chunk.text, METADATA_KEY: meta}
 
 
-def chunk_from_payload(payload: dict) -> Chunk:
-    """Rebuild a Chunk from a stored point's payload."""
-    meta = payload[METADATA_KEY]
+def chunk_to_document(chunk: Chunk, owner: str | None) -> Document:
+    """A chunk as the LangChain Document DocChat stores (id = its Qdrant point id; owner None = no owner)."""
+    return Document(page_content=chunk.text, metadata={**chunk_metadata(chunk), "owner": owner}, id=chunk.point_id)
+
+
+def document_to_chunk(doc: Document) -> Chunk:
+    """Rebuild a Chunk from a Document made by chunk_to_document (stored, retrieved or returned by lc)."""
+    meta = doc.metadata
     return Chunk(
         doc_id=meta["doc_id"],
         index=meta["index"],
-        text=payload[CONTENT_KEY],
+        text=doc.page_content,
         char_start=meta["char_start"],
         char_end=meta["char_end"],
         page_start=meta.get("page_start"),
@@ -83,6 +99,26 @@ def chunk_from_payload(payload: dict) -> Chunk:
         source=SourceMeta(**meta["source"]),
         anchor=meta.get("anchor"),
     )
+
+
+def document_payload(doc: Document) -> dict[str, Any]:
+    """A Document as a Qdrant point payload, in langchain-qdrant's layout {page_content, metadata}."""
+    return {CONTENT_KEY: doc.page_content, METADATA_KEY: doc.metadata}
+
+
+def payload_document(payload: dict[str, Any], point_id: str | int | UUID | None = None) -> Document:
+    """The Document stored in a Qdrant point payload (langchain-qdrant's layout)."""
+    return Document(page_content=payload[CONTENT_KEY], metadata=payload[METADATA_KEY],
+                    id=None if point_id is None else str(point_id))
+
+
+def chunk_from_payload(payload: dict[str, Any]) -> Chunk:
+    """Rebuild a Chunk from a stored point's payload."""
+    return document_to_chunk(payload_document(payload))
+
+
+def _passage(hit: Hit) -> Passage:
+    return Passage(document_to_chunk(payload_document(hit.payload, hit.id)), hit.score)
 
 
 def _info_from_payload(p: dict) -> DocumentInfo:
@@ -94,133 +130,76 @@ def _info_from_payload(p: dict) -> DocumentInfo:
     )
 
 
-def _doc_filter(doc_ids: Iterable[str] | None = None, owners: Iterable[str | None] | None = None) -> models.Filter | None:
-    must: list[models.Condition] = []
-    if doc_ids is not None:
-        must.append(models.FieldCondition(key=f"{METADATA_KEY}.doc_id", match=models.MatchAny(any=list(doc_ids))))
-    if owners is not None:
-        must.append(_owner_condition(f"{METADATA_KEY}.owner", owners))
-    return models.Filter(must=must) if must else None
-
-
-def _owner_condition(key: str, owners: Iterable[str | None]) -> models.Condition:
-    owners = list(owners)
-    named = [o for o in owners if o is not None]
-    conds: list[models.Condition] = []
-    if named:
-        conds.append(models.FieldCondition(key=key, match=models.MatchAny(any=named)))
-    if None in owners:
-        conds.append(models.IsNullCondition(is_null=models.PayloadField(key=key)))
-    return models.Filter(should=conds)
+def _scope(doc_ids: Iterable[str] | None, owners: Iterable[str | None] | None) -> Scope:
+    return Scope(None if doc_ids is None else tuple(doc_ids), None if owners is None else tuple(owners))
 
 
 class Store:
-    """One Qdrant collection of chunks plus its document registry; thread-safe within a process."""
+    """One library: chunk points plus the document registry in a Backend; safe to use from many threads."""
 
-    def __init__(self, client: QdrantClient, settings: Settings, embedder: Embedder) -> None:
-        self.client = client
+    def __init__(self, backend: Backend, settings: Settings, embedder: Embedder) -> None:
+        self.backend = backend
         self.settings = settings
         self.embedder = embedder
-        self.lexical = LexicalEncoder(embedder)
+        self.lexical = LexicalEncoder()
         self.collection = settings.collection
-        self.registry = f"{settings.collection}__library"
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # writes only: add/delete are multi-step sequences
         self._ensure_collections()
-        self.vectorstore = QdrantVectorStore(
-            client=client, collection_name=self.collection, embedding=embedder,
-            retrieval_mode=RetrievalMode.HYBRID, vector_name=DENSE, sparse_embedding=self.lexical,
-            sparse_vector_name=LEXICAL, content_payload_key=CONTENT_KEY, metadata_payload_key=METADATA_KEY,
-            validate_collection_config=False,
-        )
         self.cleanup_pending()
+        if backend.unindexed_points() >= OPTIMIZE_AT_OPEN:
+            log.warning("Indexing %d chunks for fast search (once; this can take a few minutes)",
+                        backend.unindexed_points())
+            self.optimize()
 
     # -- setup ---------------------------------------------------------------
     def _ensure_collections(self) -> None:
         with self._lock:
-            if self.client.collection_exists(self.collection):
-                meta = self.client.get_collection(self.collection).config.metadata or {}
-                built_with = meta.get("embedding_model")
-                if built_with and built_with != self.embedder.name:
-                    raise EmbeddingModelMismatch(self.collection, built_with, self.embedder.name)
-                if meta.get("dim") not in (None, self.embedder.dim):
-                    raise EmbeddingModelMismatch(self.collection, f"{built_with} ({meta.get('dim')} dims)", self.embedder.name)
-                if meta.get("lexical") != LEXICAL_VERSION:
-                    self._reencode_lexical(meta)
-            else:
-                self.client.create_collection(
-                    self.collection,
-                    vectors_config={DENSE: models.VectorParams(size=self.embedder.dim, distance=models.Distance.COSINE)},
-                    sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-                    metadata={"embedding_model": self.embedder.name, "dim": self.embedder.dim, "created_at": now_iso(),
-                              "lexical": LEXICAL_VERSION},
-                )
-                if self.settings.qdrant_url:
-                    for key in ("doc_id", "owner"):
-                        self.client.create_payload_index(self.collection, f"{METADATA_KEY}.{key}",
-                                                         models.PayloadSchemaType.KEYWORD)
-            if not self.client.collection_exists(self.registry):
-                self.client.create_collection(self.registry, vectors_config={})
+            meta = self.backend.read_meta()
+            if meta is None:
+                self.backend.create(self.embedder.dim, {"embedding_model": self.embedder.name, "dim": self.embedder.dim,
+                                                        "created_at": now_iso(), "lexical": LEXICAL_VERSION})
+                return
+            built_with = meta.get("embedding_model")
+            if built_with and built_with != self.embedder.name:
+                raise EmbeddingModelMismatch(self.collection, built_with, self.embedder.name)
+            if meta.get("dim") not in (None, self.embedder.dim):
+                raise EmbeddingModelMismatch(self.collection, f"{built_with} ({meta.get('dim')} dims)", self.embedder.name)
+            if meta.get("lexical") != LEXICAL_VERSION:
+                self._reencode_lexical(meta)
 
     def _reencode_lexical(self, meta: dict) -> None:
         """Rebuild every stored lexical vector from its chunk text after the lexical encoder changed (dense kept)."""
-        done, offset = 0, None
-        while True:
-            points, offset = self.client.scroll(self.collection, limit=UPSERT_BATCH, offset=offset,
-                                                with_payload=[CONTENT_KEY], with_vectors=False)
-            sparse = self.lexical.embed_documents([(p.payload or {}).get(CONTENT_KEY, "") for p in points])
-            if points:
-                self.client.update_vectors(self.collection, wait=True, points=[models.PointVectors(
-                    id=p.id, vector={LEXICAL: models.SparseVector(indices=v.indices, values=v.values)})
-                    for p, v in zip(points, sparse)])
-            done += len(points)
-            if offset is None:
-                break
-        self.client.update_collection(self.collection, metadata={**meta, "lexical": LEXICAL_VERSION})
+        done = 0
+        for batch in self.backend.points(with_vectors=False, batch=UPSERT_BATCH):
+            sparse = self.lexical.embed_documents([p.payload.get(CONTENT_KEY, "") for p in batch])
+            self.backend.set_sparse([(p.id, v) for p, v in zip(batch, sparse, strict=True)])
+            done += len(batch)
+        self.backend.write_meta({**meta, "lexical": LEXICAL_VERSION})
+        self.backend.flush()
         log.warning("Re-encoded the lexical vectors of %d chunks for %s", done, LEXICAL_VERSION)
 
     def cleanup_pending(self) -> int:
-        """Remove documents whose ingest never finished (crash mid-way); returns how many."""
+        """Remove documents whose ingest (or deletion) never finished, e.g. after a crash; returns how many."""
         removed = 0
         with self._lock:
-            for p in self._registry_entries(status="pending"):
-                if self.settings.qdrant_url and time.time() - p.get("started", 0) < PENDING_GRACE_S:
-                    continue
-                log.warning("Removing half-indexed document %s (%s)", p["doc_id"], p.get("title"))
-                self._delete_points(p["doc_id"])
-                removed += 1
+            for status in (PENDING, DELETING):
+                for p in self.backend.entries(status):
+                    if (status == PENDING and self.backend.kind == "server"
+                            and time.time() - p.get("started", 0) < PENDING_GRACE_S):
+                        continue  # another process may still be writing it
+                    log.warning("Removing half-%s document %s (%s)", "indexed" if status == PENDING else "deleted",
+                                p["doc_id"], p.get("title"))
+                    self._delete_points(p["doc_id"])
+                    removed += 1
+            if removed:
+                self.backend.flush()
         return removed
 
     # -- registry ------------------------------------------------------------
-    def _registry_id(self, doc_id: str) -> str:
-        return Chunk(doc_id=doc_id, index=-1, text="", char_start=0, char_end=0, page_start=None, page_end=None,
-                     heading_path=(), source=SourceMeta("", "", "", "")).point_id
-
-    def _registry_entries(self, status: str | None = "complete", owners: Iterable[str | None] | None = None) -> list[dict]:
-        must: list[models.Condition] = []
-        if status:
-            must.append(models.FieldCondition(key="status", match=models.MatchValue(value=status)))
-        if owners is not None:
-            must.append(_owner_condition("owner", owners))
-        out, offset = [], None
-        while True:
-            points, offset = self.client.scroll(self.registry, scroll_filter=models.Filter(must=must) if must else None,
-                                                limit=1000, offset=offset, with_payload=True, with_vectors=False)
-            out.extend(p.payload for p in points)
-            if offset is None:
-                return out
-
-    def _entry(self, doc_id: str) -> dict | None:
-        got = self.client.retrieve(self.registry, ids=[self._registry_id(doc_id)], with_payload=True)
-        return got[0].payload if got else None
-
-    def _put_entry(self, payload: dict) -> None:
-        self.client.upsert(self.registry, points=[models.PointStruct(id=self._registry_id(payload["doc_id"]), vector={}, payload=payload)])
-
     def get(self, doc_id: str, owners: Iterable[str | None] | None = None) -> DocumentInfo | None:
         """The complete document with this id (visible to `owners`), or None."""
-        with self._lock:
-            p = self._entry(doc_id)
-        if not p or p.get("status") != "complete":
+        p = self.backend.get_entry(doc_id)
+        if not p or p.get(STATUS_KEY) != COMPLETE:
             return None
         if owners is not None and p.get("owner") not in list(owners):
             return None
@@ -228,19 +207,16 @@ class Store:
 
     def list_documents(self, owners: Iterable[str | None] | None = None) -> list[DocumentInfo]:
         """Every complete document, newest first."""
-        with self._lock:
-            entries = self._registry_entries("complete", owners)
+        entries = self.backend.entries(COMPLETE, None if owners is None else list(owners))
         return sorted((_info_from_payload(p) for p in entries), key=lambda d: d.added_at, reverse=True)
 
     def complete_ids(self) -> set[str]:
         """Ids of documents whose chunks are all stored."""
-        with self._lock:
-            return {p["doc_id"] for p in self._registry_entries("complete")}
+        return {p["doc_id"] for p in self.backend.entries(COMPLETE)}
 
     def count_chunks(self) -> int:
-        """Number of stored chunk points."""
-        with self._lock:
-            return self.client.count(self.collection, exact=True).count
+        """Number of stored chunk points (complete or not)."""
+        return self.backend.count()
 
     # -- writes --------------------------------------------------------------
     def add_chunks(self, source: SourceMeta, chunks: list[Chunk], pages: int | None, owner: str | None = None,
@@ -250,29 +226,31 @@ class Store:
         if vectors is None:
             vectors = self.embed_chunks(chunks, progress)
         dense, sparse = vectors
-        entry = {
+        entry: dict[str, Any] = {
             "doc_id": doc_id, "title": source.title, "kind": source.kind, "pages": pages, "chunks": len(chunks),
             "added_at": source.added_at or now_iso(), "file_name": source.file_name, "url": source.url,
             "sha256": source.sha256, "revision_id": source.revision_id, "lang": source.lang,
-            "page_id": source.page_id, "owner": owner, "flags": [], "status": "pending", "started": time.time(),
+            "page_id": source.page_id, "owner": owner, "flags": [], STATUS_KEY: PENDING, "started": time.time(),
         }
-        points = [
-            models.PointStruct(id=c.point_id, vector={DENSE: dense[i].tolist(), LEXICAL: models.SparseVector(
-                indices=sparse[i].indices, values=sparse[i].values)}, payload=_chunk_payload(c, owner))
-            for i, c in enumerate(chunks)
-        ]
+        points = []
+        for i, c in enumerate(chunks):
+            payload = document_payload(chunk_to_document(c, owner))
+            payload[METADATA_KEY][STATUS_KEY] = PENDING
+            points.append(RawPoint(c.point_id, dense[i], sparse[i], payload))
         with self._lock:
-            old = self._entry(doc_id)
-            if old and old.get("status") == "complete":
+            old = self.backend.get_entry(doc_id)
+            if old and old.get(STATUS_KEY) == COMPLETE:
                 return _info_from_payload(old)
-            self._put_entry(entry)
+            self.backend.put_entry(entry)
             try:
                 for i in range(0, len(points), UPSERT_BATCH):
-                    self.client.upsert(self.collection, points=points[i:i + UPSERT_BATCH], wait=True)
+                    self.backend.upsert(points[i:i + UPSERT_BATCH])
                     if progress:
                         progress("saving", min(i + UPSERT_BATCH, len(points)), len(points))
-                entry["status"] = "complete"
-                self._put_entry(entry)
+                self.backend.set_status(doc_id, COMPLETE)
+                entry[STATUS_KEY] = COMPLETE
+                self.backend.put_entry(entry)
+                self.backend.flush()
             except BaseException:
                 log.exception("Storing %s failed; rolling back", source.file_name)
                 self._delete_points(doc_id)
@@ -298,80 +276,98 @@ class Store:
     def set_flags(self, doc_id: str, flags: list[str]) -> None:
         """Replace a document's flags (e.g. "removed upstream")."""
         with self._lock:
-            p = self._entry(doc_id)
+            p = self.backend.get_entry(doc_id)
             if not p:
                 raise DocumentNotFound(doc_id)
-            self._put_entry({**p, "flags": flags})
+            self.backend.put_entry({**p, "flags": flags})
+            self.backend.flush()
 
     def _delete_points(self, doc_id: str) -> None:
-        self.client.delete(self.collection, points_selector=models.FilterSelector(filter=_doc_filter([doc_id])), wait=True)
-        self.client.delete(self.registry, points_selector=models.PointIdsList(points=[self._registry_id(doc_id)]), wait=True)
+        self.backend.delete_document(doc_id)
+        self.backend.delete_entry(doc_id)
 
     def delete(self, doc_id: str, owners: Iterable[str | None] | None = None) -> DocumentInfo:
-        """Delete a document and all its chunks."""
+        """Delete a document and all its chunks (a crash half-way is finished by cleanup_pending)."""
         with self._lock:
+            p = self.backend.get_entry(doc_id)
             info = self.get(doc_id, owners)
-            if info is None:
+            if info is None or p is None:
                 raise DocumentNotFound(doc_id)
+            self.backend.put_entry({**p, STATUS_KEY: DELETING})
             self._delete_points(doc_id)
+            self.backend.flush()
         return info
 
-    # -- reads ---------------------------------------------------------------
-    def query(self, dense: list[float] | None, sparse: models.SparseVector | None, limit: int,
-              doc_ids: Iterable[str] | None = None, owners: Iterable[str | None] | None = None,
-              fusion: models.Fusion | None = None, prefetch_limit: int | None = None) -> list[Passage]:
-        """Run a dense, lexical or fused (RRF/DBSF) query; only complete documents are returned."""
-        flt = _doc_filter(doc_ids, owners)
-        complete = self.complete_ids()
-        want = limit + 4  # head-room for chunks of documents still being indexed
+    def import_points(self, points: Iterable[RawPoint], status: str | None = COMPLETE,
+                      batch: int = UPSERT_BATCH) -> int:
+        """Write chunk points as given (ids, vectors, payloads in the {page_content, metadata} layout), in batches,
+        then flush; for migrating a library. `status` (unless None) is set as metadata.status of every point - only
+        "complete" points are searchable - and each document also needs its registry entry (import_entry).
+        Returns how many points were written."""
+        done, pending = 0, []
         with self._lock:
-            if dense is not None and sparse is not None:
-                pre = prefetch_limit or max(want * 4, 40)
-                res = self.client.query_points(
-                    self.collection,
-                    prefetch=[models.Prefetch(query=dense, using=DENSE, limit=pre, filter=flt),
-                              models.Prefetch(query=sparse, using=LEXICAL, limit=pre, filter=flt)],
-                    query=models.FusionQuery(fusion=fusion or models.Fusion.DBSF), limit=want, with_payload=True)
-            elif dense is not None:
-                res = self.client.query_points(self.collection, query=dense, using=DENSE, limit=want,
-                                               query_filter=flt, with_payload=True)
-            elif sparse is not None:
-                res = self.client.query_points(self.collection, query=sparse, using=LEXICAL, limit=want,
-                                               query_filter=flt, with_payload=True)
-            else:
-                raise ValueError("query needs a dense or a sparse vector")
-        out = [Passage(chunk_from_payload(p.payload), float(p.score)) for p in res.points
-               if p.payload[METADATA_KEY]["doc_id"] in complete]
-        return out[:limit]
+            for p in points:
+                if status is not None:
+                    p = replace(p, payload={**p.payload, METADATA_KEY: {**p.payload[METADATA_KEY], STATUS_KEY: status}})
+                pending.append(p)
+                if len(pending) >= batch:
+                    self.backend.upsert(pending)
+                    done, pending = done + len(pending), []
+            if pending:
+                self.backend.upsert(pending)
+                done += len(pending)
+            self.backend.flush()
+        return done
 
-    def candidates(self, dense: list[float], sparse: models.SparseVector, limit: int,
+    def import_entry(self, entry: dict[str, Any]) -> None:
+        """Write one registry entry as given (the keys add_chunks writes: doc_id, title, ..., status), flushed."""
+        with self._lock:
+            self.backend.put_entry(entry)
+            self.backend.flush()
+
+    # -- reads ---------------------------------------------------------------
+    def run(self, searches: Sequence[Search], doc_ids: Iterable[str] | None = None,
+            owners: Iterable[str | None] | None = None) -> list[list[Passage]]:
+        """Several ranked lists of complete chunks in scope (doc_ids / owners), from one engine request."""
+        scope = _scope(doc_ids, owners)
+        if scope.doc_ids == () or scope.owners == ():
+            return [[] for _ in searches]
+        return [[_passage(h) for h in hits] for hits in self.backend.search(searches, scope)]
+
+    def query(self, dense: Sequence[float] | None, sparse: SparseVector | None, limit: int,
+              doc_ids: Iterable[str] | None = None, owners: Iterable[str | None] | None = None,
+              fusion: str | None = None, prefetch_limit: int | None = None) -> list[Passage]:
+        """A dense, lexical or fused ("rrf" / "dbsf", default dbsf) ranking of complete chunks in scope."""
+        if dense is not None and sparse is not None:
+            fusion = fusion or "dbsf"
+        return self.run([Search(limit, dense, sparse, fusion, prefetch_limit)], doc_ids, owners)[0]
+
+    def candidates(self, dense: Sequence[float], sparse: SparseVector, limit: int,
                    doc_ids: Iterable[str] | None = None,
                    owners: Iterable[str | None] | None = None) -> tuple[list[Passage], list[Passage]]:
-        """Dense and lexical top-`limit` lists in one batched request (for client-side score fusion)."""
-        flt = _doc_filter(doc_ids, owners)
-        complete = self.complete_ids()
-        want = limit + 4
-        with self._lock:
-            res = self.client.query_batch_points(self.collection, requests=[
-                models.QueryRequest(query=dense, using=DENSE, limit=want, filter=flt, with_payload=True),
-                models.QueryRequest(query=sparse, using=LEXICAL, limit=want, filter=flt, with_payload=True)])
-        return tuple([Passage(chunk_from_payload(p.payload), float(p.score)) for p in r.points
-                      if p.payload[METADATA_KEY]["doc_id"] in complete][:limit] for r in res)
+        """Dense and lexical top-`limit` lists in one request (for client-side score fusion)."""
+        dense_hits, lexical_hits = self.run([Search(limit, dense=dense), Search(limit, sparse=sparse)], doc_ids, owners)
+        return dense_hits, lexical_hits
 
     def search(self, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
                owners: Iterable[str | None] | None = None) -> list[Passage]:
         """Dense similarity search for a text query."""
         return self.query(self.embedder.embed_query(query), None, k, doc_ids, owners)
 
-    def close(self) -> None:
-        """Release the client (and the data-folder lock in local mode)."""
+    def optimize(self) -> bool:
+        """Build the engine's search indexes now (Edge: blocks the whole process for ~2 s per 1,000 new chunks)."""
         with self._lock:
-            self.client.close()
+            return self.backend.optimize()
+
+    def close(self) -> None:
+        """Flush and release the engine (and the data-folder lock when embedded)."""
+        with self._lock:
+            self.backend.close()
 
 
 def open_store(settings: Settings, embedder: Embedder) -> Store:
-    """Open (creating if needed) the library's store."""
-    return Store(open_client(settings), settings, embedder)
+    """Open (creating if needed) the library's store: Qdrant Edge under the data dir, or the server at QDRANT_URL."""
+    return Store(open_backend(settings), settings, embedder)
 
 
 def stamp(source: SourceMeta) -> SourceMeta:

@@ -21,16 +21,15 @@ import contextlib
 import functools
 import importlib.util
 import io
-import json
 import logging
 import os
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
+
+from tests.protocol_server import JSONHandler, ThreadedServer, now_iso
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -77,10 +76,6 @@ def load_model() -> tuple[Any, Any]:
     return tokenizer, model
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
-
-
 def _model_entry(name: str) -> dict:
     size = (gguf_folder() / GGUF_FILE).stat().st_size
     return {"name": name, "model": name, "modified_at": "2025-02-01T00:00:00Z", "size": size,
@@ -100,57 +95,29 @@ class Generation:
     text: str = ""
 
 
-class LLMServer:
+class LLMServer(ThreadedServer):
     """Threaded Ollama look-alike on 127.0.0.1 answering with SmolLM2-135M; use as a context manager."""
+
+    thread_name = "llm-test-server"
 
     def __init__(self, model_name: str = MODEL_NAME, port: int = 0, max_tokens: int = MAX_TOKENS,
                  host: str = "127.0.0.1") -> None:
+        super().__init__(host, port)
         self.model_name = model_name
-        self.port = port
-        self.host = host
         self.max_tokens = max_tokens
         self.requests: list[tuple[str, Any]] = []  # (path, body)
         self.generations: list[Generation] = []
         self._gen_lock = threading.Lock()  # one generation at a time: two would only thrash the cores
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        return f"http://{self.host}:{self._httpd.server_address[1]}"
 
     @property
     def chat_requests(self) -> list[dict]:
         """Bodies of the /api/chat requests received, oldest first."""
         return [b for p, b in self.requests if p == "/api/chat"]
 
-    def start(self) -> "LLMServer":
-        load_model()  # before listening: the first request should not time out waiting for the load
-        server = self
-
-        class Handler(_Handler):
-            owner = server
-
-        self._httpd = ThreadingHTTPServer((self.host, self.port), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="llm-test-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> "LLMServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def start(self) -> Self:
+        """Load the model, then listen: the first request should not time out waiting for the load."""
+        load_model()
+        return super().start()
 
     # -- the model -----------------------------------------------------------
     def num_predict(self, options: dict) -> int:
@@ -210,43 +177,13 @@ class LLMServer:
         return gen
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(JSONHandler):
     owner: LLMServer
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep output quiet
-        pass
-
-    def _read_body(self) -> Any:
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
-        try:
-            return json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            return None
-
-    def _send_json(self, status: int, obj: Any) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _line(self, obj: Any) -> None:
-        data = json.dumps(obj).encode() + b"\n"
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
 
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
         self.owner.requests.append((self.path, None))
         if self.path in ("/", ""):
-            data = b"Ollama is running"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self._send_text(200, "Ollama is running")
         elif self.path == "/api/tags":
             self._send_json(200, {"models": [_model_entry(self.owner.model_name)]})
         elif self.path == "/api/version":
@@ -283,7 +220,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _final(self, model: str, content: str, gen: Generation) -> dict:
         ns = int(gen.seconds * 1e9) or 1
-        return {"model": model, "created_at": _now(), "message": {"role": "assistant", "content": content},
+        return {"model": model, "created_at": now_iso(), "message": {"role": "assistant", "content": content},
                 "done": True, "done_reason": gen.done_reason, "total_duration": ns, "load_duration": 0,
                 "prompt_eval_count": gen.prompt_tokens, "prompt_eval_duration": ns // 2,
                 "eval_count": gen.eval_count, "eval_duration": ns // 2}
@@ -299,14 +236,11 @@ class _Handler(BaseHTTPRequestHandler):
             gen = self.owner.generate(messages, options, lambda piece: None, cancelled)
             self._send_json(200, self._final(model, gen.text, gen))
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-ndjson")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self._start_stream()
 
         def emit(piece: str) -> None:
             try:
-                self._line({"model": model, "created_at": _now(),
+                self._line({"model": model, "created_at": now_iso(),
                             "message": {"role": "assistant", "content": piece}, "done": False})
             except (BrokenPipeError, ConnectionResetError):  # the client went away: stop generating
                 cancelled.set()
@@ -317,15 +251,13 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             self._line(self._final(model, "", gen))
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self._end_stream()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         except RuntimeError as e:  # a generation failure: Ollama's mid-stream error line
             log.exception("generation failed")
             self._line({"error": str(e)})
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self._end_stream()
 
 
 def main() -> None:
@@ -341,6 +273,9 @@ def main() -> None:
         threading.Event().wait()
     except KeyboardInterrupt:
         srv.stop()
+
+
+LLMServer.handler = _Handler  # set here: the handler class is defined after the server
 
 
 if __name__ == "__main__":

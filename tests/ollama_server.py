@@ -16,15 +16,15 @@ HTTP error) and reads back every request received (`requests`, `chat_requests`).
 """
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any
+
+from tests.protocol_server import JSONHandler, ThreadedServer, now_iso
 
 _TOKEN_RE = re.compile(r"\S+\s*|\s+")
 
@@ -76,10 +76,6 @@ class PullScript:
     delay_between: float = 0.0
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
-
-
 def _model_entry(name: str) -> dict:
     digest = f"{abs(hash(name)) % (16 ** 12):012x}" * 5 + "abcd"
     return {"name": name, "model": name, "modified_at": "2026-11-01T10:00:00Z", "size": 2_019_393_189,
@@ -88,11 +84,14 @@ def _model_entry(name: str) -> dict:
                         "parameter_size": "3.2B", "quantization_level": "Q4_K_M"}}
 
 
-class OllamaServer:
+class OllamaServer(ThreadedServer):
     """Threaded Ollama look-alike on 127.0.0.1:<free port>; use as a context manager."""
+
+    thread_name = "ollama-test-server"
 
     def __init__(self, models: Iterable[str] = ("llama3.2:3b",), default: Reply | Responder | None = None,
                  token: str | None = None) -> None:
+        super().__init__()
         self.models: list[str] = list(models)
         self.default: Reply | Responder = default or Reply()
         self.token = token  # when set, requests need "Authorization: Bearer <token>"
@@ -101,11 +100,9 @@ class OllamaServer:
         self._queue: deque[Reply | Responder] = deque()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- scripting -----------------------------------------------------------
-    def script(self, *replies: Reply | Responder | str) -> "OllamaServer":
+    def script(self, *replies: Reply | Responder | str) -> OllamaServer:
         """Queue replies for the next /api/chat requests (then `default` answers)."""
         for r in replies:
             self._queue.append(Reply(r) if isinstance(r, str) else r)
@@ -121,38 +118,11 @@ class OllamaServer:
         """Bodies of the /api/chat requests, oldest first."""
         return [r.body for r in self.requests if r.path == "/api/chat"]
 
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
     # -- lifecycle -----------------------------------------------------------
-    def start(self) -> "OllamaServer":
-        server = self
-
-        class Handler(_Handler):
-            owner = server
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="ollama-test-server", daemon=True)
-        self._thread.start()
-        return self
-
     def stop(self) -> None:
+        """Wake the handlers' sleeps, then stop serving."""
         self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> "OllamaServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().stop()
 
     def sleep(self, seconds: float) -> None:
         """Sleep that ends early when the server stops."""
@@ -160,50 +130,13 @@ class OllamaServer:
             self._stopping.wait(seconds)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(JSONHandler):
     owner: OllamaServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
-        pass
-
     # -- plumbing ------------------------------------------------------------
-    def _read_body(self) -> Any:
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
-        if not raw:
-            return None
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
-            return raw.decode("utf-8", "replace")
-
     def _record(self, body: Any) -> None:
         self.owner.requests.append(Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
                                             body))
-
-    def _send_json(self, status: int, obj: Any) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _start_stream(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-ndjson")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-
-    def _line(self, obj: Any) -> None:
-        data = json.dumps(obj).encode() + b"\n"
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
-
-    def _end_stream(self) -> None:
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
 
     def _authorised(self) -> bool:
         token = self.owner.token
@@ -216,12 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
         self._record(None)
         if self.path in ("/", ""):
-            data = b"Ollama is running"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self._send_text(200, "Ollama is running")
         elif not self._authorised():
             return
         elif self.path == "/api/tags":
@@ -279,7 +207,7 @@ class _Handler(BaseHTTPRequestHandler):
                     return
                 if i:
                     owner.sleep(reply.delay_between)
-                self._line({"model": model, "created_at": _now(),
+                self._line({"model": model, "created_at": now_iso(),
                             "message": {"role": "assistant", "content": delta}, "done": False})
             if reply.disconnect_after is not None:
                 self.close_connection = True
@@ -295,7 +223,7 @@ class _Handler(BaseHTTPRequestHandler):
     @staticmethod
     def _final(model: str, content: str, reply: Reply, prompt_chars: int, count: int, started: int) -> dict:
         took = max(1, time.perf_counter_ns() - started)
-        return {"model": model, "created_at": _now(), "message": {"role": "assistant", "content": content},
+        return {"model": model, "created_at": now_iso(), "message": {"role": "assistant", "content": content},
                 "done": True, "done_reason": reply.done_reason, "total_duration": took, "load_duration": 1000,
                 "prompt_eval_count": max(1, prompt_chars // 4), "prompt_eval_duration": took // 2,
                 "eval_count": count, "eval_duration": took // 2}
@@ -328,5 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
             owner.models.append(name)
         self._end_stream()
 
+
+OllamaServer.handler = _Handler  # set here: the handler class is defined after the server
 
 __all__ = ["OllamaServer", "PullScript", "Recorded", "Reply"]

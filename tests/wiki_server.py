@@ -18,9 +18,11 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
+
+from tests.protocol_server import ThreadedServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wikipedia"
 
@@ -133,38 +135,28 @@ def matches(req: dict, lang: str, match: dict | None) -> bool:
     return True
 
 
-class WikiReplayServer:
+class WikiReplayServer(ThreadedServer):
     """Start with `with WikiReplayServer() as s:`; point Settings.wikipedia_api at `s.url_template`."""
 
+    thread_name = "wiki-replay"
+
     def __init__(self, folder: Path = FIXTURES) -> None:
+        super().__init__()
         self.folder = folder
         self.recordings = load_recordings(folder)
         self.by_file = {r.file: r for r in self.recordings}
         self.requests: list[Seen] = []
         self._rules: list[Rule] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="wiki-replay", daemon=True)
 
-    # -- lifecycle -----------------------------------------------------------
-    def __enter__(self) -> "WikiReplayServer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    @property
-    def port(self) -> int:
-        return self._httpd.server_address[1]
+    def make_handler(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler, bound to this server."""
+        return _make_handler(self)
 
     @property
     def url_template(self) -> str:
         """Value for Settings.wikipedia_api / DOCCHAT_WIKIPEDIA_API."""
-        return f"http://127.0.0.1:{self.port}/{{lang}}/w/api.php"
+        return f"{self.url}/{{lang}}/w/api.php"
 
     # -- configuration ---------------------------------------------------------
     def respond(self, match: dict, body: dict | bytes, status: int = 200, times: int | None = None) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Iterable
 from pathlib import PurePath, PureWindowsPath
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from rag_core.models import Section
 

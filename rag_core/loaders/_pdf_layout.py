@@ -96,9 +96,9 @@ def split_columns(lines: list[Line]) -> list[list[Line]]:
     reach = ordered[0].x1
     for line in ordered[1:]:
         gap = line.x0 - reach
-        if gap >= _MIN_GUTTER and reach - left_edge >= 0.25 * width and right_edge - line.x0 >= 0.25 * width:
-            if best is None or gap > best[0]:
-                best = (gap, (reach + line.x0) / 2)
+        if gap >= _MIN_GUTTER and reach - left_edge >= 0.25 * width and right_edge - line.x0 >= 0.25 * width \
+                and (best is None or gap > best[0]):
+            best = (gap, (reach + line.x0) / 2)
         reach = max(reach, line.x1)
     if best is None:
         return [lines]
@@ -199,9 +199,9 @@ def _vertical_split(blocks: list[Block]) -> tuple[list[Block], list[Block]] | No
     reach = boxes[0][0][2]
     for box, _ in boxes[1:]:
         gap = box[0] - reach
-        if gap >= _MIN_GUTTER and reach - left_edge >= 0.2 * width and right_edge - box[0] >= 0.2 * width:
-            if best is None or gap > best[0]:
-                best = (gap, (reach + box[0]) / 2)
+        if gap >= _MIN_GUTTER and reach - left_edge >= 0.2 * width and right_edge - box[0] >= 0.2 * width \
+                and (best is None or gap > best[0]):
+            best = (gap, (reach + box[0]) / 2)
         reach = max(reach, box[2])
     if best is None:
         return None

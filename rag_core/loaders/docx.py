@@ -5,7 +5,7 @@ import io
 import logging
 import re
 import zipfile
-from typing import Iterator
+from collections.abc import Iterator
 
 import docx
 from docx.opc.exceptions import OpcError
@@ -103,7 +103,7 @@ def load_docx(data: bytes, file_name: str, settings: Settings) -> Extracted:
     return Extracted(text, build_sections(text, heads), title)
 
 
-def _blocks(document: "docx.document.Document") -> Iterator[tuple[str, str, int | None]]:
+def _blocks(document: docx.document.Document) -> Iterator[tuple[str, str, int | None]]:
     """(kind, text, heading level or None) for each non-empty body block, in document order."""
     for el in _block_elements(document.element.body):
         if el.tag == _P:
@@ -130,7 +130,7 @@ def _classify(para: Paragraph, text: str) -> tuple[str, str, int | None]:
     return "para", text, None
 
 
-def _text_box_texts(p: etree._Element, document: "docx.document.Document") -> Iterator[str]:
+def _text_box_texts(p: etree._Element, document: docx.document.Document) -> Iterator[str]:
     """Text of text boxes anchored in paragraph `p` (each box once: the fallback copy is skipped)."""
     for box in p.iter(_W + "txbxContent"):
         if any(a.tag == _MC + "Fallback" for a in box.iterancestors()):
@@ -212,8 +212,9 @@ def _is_list_item(para: Paragraph) -> bool:
 def _list_level(para: Paragraph) -> int:
     ppr = para._p.pPr
     num_pr = ppr.numPr if ppr is not None else None
-    if num_pr is not None and num_pr.ilvl is not None and num_pr.ilvl.val is not None:
-        return max(0, min(int(num_pr.ilvl.val), 8))
+    ilvl = getattr(num_pr, "ilvl", None)  # python-docx types numPr loosely (ZeroOrOne)
+    if ilvl is not None and ilvl.val is not None:
+        return max(0, min(int(ilvl.val), 8))
     return 0
 
 
@@ -246,7 +247,7 @@ def _collect_text(el: etree._Element, out: list[str]) -> None:
             _collect_text(child, out)
 
 
-def _table_lines(tbl: etree._Element, document: "docx.document.Document") -> list[str]:
+def _table_lines(tbl: etree._Element, document: docx.document.Document) -> list[str]:
     """A table as readable lines: "cell | cell | cell" per row; merged cells appear once.
 
     A one-cell row (a table used as a frame) yields its content lines in order, nested tables as
@@ -289,7 +290,7 @@ def _row_cells(tr: etree._Element) -> Iterator[etree._Element]:
             yield tc
 
 
-def _cell_items(tc: etree._Element, document: "docx.document.Document") -> list[str | list[str]]:
+def _cell_items(tc: etree._Element, document: docx.document.Document) -> list[str | list[str]]:
     """A cell's content in order: paragraph texts (str) and nested tables (their lines)."""
     items: list[str | list[str]] = []
     for el in _block_elements(tc):

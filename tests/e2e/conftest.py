@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from e2e_helpers import MODEL, running_app
+from ollama_server import OllamaServer, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 DOCS = ROOT / "tests" / "fixtures" / "documents"
-
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(Path(__file__).parent))
-from e2e_helpers import MODEL, running_app  # noqa: E402
-from ollama_server import OllamaServer, Reply  # noqa: E402
 
 pytestmark = pytest.mark.browser
 

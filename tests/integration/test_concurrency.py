@@ -12,11 +12,11 @@ import traceback
 from pathlib import Path
 
 import pytest
+from ollama_server import OllamaServer, Reply
 
 from rag_core.config import Settings
 from rag_core.library import Library
 from rag_core.sessions import SHARED_OWNER, DemoHub, new_session_id
-from ollama_server import OllamaServer, Reply
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 FILES = ["docx_headings_toc.docx", "docx_paragraphs-and-tables.docx", "docx_table_merged-cells.docx",

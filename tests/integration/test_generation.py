@@ -1,5 +1,6 @@
 """Grounded answers end to end: real fixture documents, real embedding model, real Qdrant (local mode), and the
-real ChatOllama / ollama client talking HTTP to the scripted Ollama-compatible server in tests/ollama_server.py."""
+real ChatOllama / ollama client talking HTTP to the scripted Ollama-compatible server in tests/ollama_server.py,
+and any other LangChain chat model (langchain_core's fake ones) in its place."""
 from __future__ import annotations
 
 import json
@@ -9,12 +10,15 @@ import socket
 from pathlib import Path
 
 import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
+from ollama_server import OllamaServer, Reply
 
 from rag_core import generation as gen
 from rag_core.config import Settings
 from rag_core.errors import LLMTimeout, StreamInterrupted
 from rag_core.library import Library
-from ollama_server import OllamaServer, Reply
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 FILES = ["docx_headings_toc.docx", "pdf_text_multicolumn_3-pages.pdf", "pdf_text_outline-bookmarks_4-pages.pdf"]
@@ -105,6 +109,8 @@ def test_citations_are_verified_and_an_unbacked_answer_is_flagged(docs_library, 
     _, bad = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
     assert [c.status for c in bad.citations] == ["unsupported"]
     assert bad.notice == gen.NOTICE_UNSUPPORTED and bad.mode == "ollama"
+    # what the page shows is what evidence decided: no sentence of the passage is offered as the evidence
+    assert (bad.citations[0].evidence_start, bad.citations[0].evidence_end) == (None, None)
 
 
 def test_invalid_marker_is_counted_logged_and_never_a_source(docs_library, server, llm_settings, caplog):
@@ -216,7 +222,9 @@ def test_extractive_answer_end_to_end_on_fixture_documents(docs_library, llm_set
                                         use_llm=False))
     assert server.requests == []
     assert ans.mode == "extractive" and ans.notice == gen.NOTICE_NO_LLM
-    assert "".join(deltas) == ans.text and ans.text.startswith(gen.EXTRACTIVE_LABEL)
+    # the label is streamed, but the kept (and verified) text is the tidied one, without it
+    assert "".join(deltas) == ans.extra["raw_text"] == gen.EXTRACTIVE_LABEL + "\n\n" + ans.text
+    assert not ans.text.startswith(gen.EXTRACTIVE_LABEL) and ans.text.startswith("- “")
     assert ans.citations and "you will get no information" in ans.text
     quoted = re.findall(r"“(.+?)” \[(\d+)\]", ans.text)
     assert quoted
@@ -401,11 +409,31 @@ def test_refusal_detection():
     assert not gen.is_refusal("He died in 1943 in New York [2].")
 
 
-def test_sentence_spans_skip_fragments():
+def test_quotable_spans_skip_fragments():
     text = "Short one. This sentence has enough words to count! Another full sentence here?\n\n- item with four words"
-    got = [text[s:e] for s, e in gen.sentence_spans(text)]
+    got = [text[s:e] for s, e in gen.quotable_spans(text)]
     assert got == ["This sentence has enough words to count!", "Another full sentence here?",
                    "- item with four words"]
+    assert gen.sentence_spans is gen.quotable_spans  # the old name, kept for benchmarks
+
+
+def test_tidy_answer_text_drops_only_the_extractive_label():
+    quoted = "- “Beautiful is better than ugly.” [1]"
+    assert gen.tidy_answer_text(f"{gen.EXTRACTIVE_LABEL}\n\n{quoted}", "extractive") == quoted
+    assert gen.tidy_answer_text(quoted, "extractive") == quoted
+    assert gen.tidy_answer_text(f"{gen.EXTRACTIVE_LABEL} x", "ollama") == f"{gen.EXTRACTIVE_LABEL} x"
+
+
+def test_extractive_offsets_index_the_final_text(docs_library, llm_settings):
+    """Sentence checks and citation answer_spans are computed on the tidied text, so they point at its quotes."""
+    _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings, use_llm=False))
+    assert ans.mode == "extractive" and ans.sentences and ans.citations
+    quotes = [m.span() for m in re.finditer(r"^- “.+?” \[\d+\]$", ans.text, re.M)]
+    assert [(c.start, c.end) for c in ans.sentences] == quotes
+    for c in ans.citations:
+        assert c.answer_spans
+        for s, e in c.answer_spans:
+            assert (s, e) in quotes and ans.text[s:e].endswith(f"[{c.n}]")
 
 
 # --------------------------------------------------------------------------- CLI
@@ -440,3 +468,71 @@ def test_cli_ask_json_and_streaming(library, server, monkeypatch, capsys):
     text = capsys.readouterr()
     assert gen.EXTRACTIVE_LABEL in text.out and "Beautiful is better than ugly" in text.out
     assert "no language model was used" in text.err and len(server.chat_requests) == 2
+
+
+# --------------------------------------------------------------------------- any LangChain chat model
+class RecordingChatModel(GenericFakeChatModel):
+    """langchain_core's fake chat model, remembering the messages and keyword arguments of every call."""
+
+    calls: list[tuple[list[BaseMessage], dict]] = []
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.calls.append((messages, kwargs))
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+class CutOffChatModel(RecordingChatModel):
+    """Streams its reply, then says it stopped at its token limit (as OpenAI's finish_reason does)."""
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        yield from super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
+        yield ChatGenerationChunk(message=AIMessageChunk(content="", response_metadata={"finish_reason": "length"}))
+
+
+class BrokenChatModel(RecordingChatModel):
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        raise RuntimeError("backend exploded")
+
+
+@pytest.fixture
+def no_ollama(server, tmp_path):
+    """Settings with no Ollama model configured (the scripted server must see no request)."""
+    return Settings(data_dir=tmp_path / "unused", ollama_host=server.url, ollama_model="")
+
+
+def test_any_langchain_chat_model_writes_a_cited_answer(docs_library, server, no_ollama):
+    model = RecordingChatModel(messages=iter(["Beautiful is better than ugly [1]. Explicit beats implicit [1]."]))
+    deltas, ans = _run(gen.start_answer(docs_library, ZEN_Q, no_ollama, chat_model=model))
+    assert len(deltas) > 3 and "".join(deltas) == ans.text
+    assert ans.mode == gen.MODE_LLM and not ans.incomplete and ans.notice is None
+    (c,) = ans.citations
+    assert c.n == 1 and c.status == "verified" and c.passage == ans.passages[0]
+    assert "Beautiful is better than ugly" in c.passage.chunk.text[c.evidence_start:c.evidence_end]
+    assert ans.extra["done_reason"] == "stop" and ans.extra["model"] == "RecordingChatModel"
+    ((messages, kwargs),) = model.calls
+    assert [m.type for m in messages] == ["system", "human"] and messages[0].content == gen.SYSTEM_PROMPT
+    assert f"Question: {ZEN_Q}" in messages[1].content and '<source n="1"' in messages[1].content
+    assert kwargs == {}  # no Ollama options for another backend
+    assert server.requests == []
+
+
+def test_a_chat_model_rewrites_follow_ups_and_reports_its_length_limit(docs_library, server, no_ollama):
+    standalone = "What does the Zen of Python say about namespaces?"
+    model = CutOffChatModel(messages=iter([standalone, "Namespaces are one honking great idea [1] and"]))
+    history = [("user", "What is the Zen of Python?"), ("assistant", "A list of aphorisms [1].")]
+    _, ans = _run(gen.start_answer(docs_library, "and what does it say about those?", no_ollama, history=history,
+                                   chat_model=model))
+    rewrite, final = model.calls
+    assert rewrite[0][0].content == gen.REWRITE_SYSTEM_PROMPT and ans.standalone_question == standalone
+    assert f"Question: {standalone}" in final[0][1].content
+    assert ans.incomplete and ans.notice == gen.NOTICE_LENGTH and [c.n for c in ans.citations] == [1]
+    assert server.requests == []
+
+
+def test_a_failing_chat_model_falls_back_to_quotes_with_one_sentence(docs_library, server, no_ollama, caplog):
+    with caplog.at_level(logging.ERROR, logger="rag_core.generation"):
+        _, ans = _run(gen.start_answer(docs_library, ZEN_Q, no_ollama, chat_model=BrokenChatModel(messages=iter([]))))
+    assert ans.mode == "extractive" and ans.citations and ans.extra["fault"] == "LLMError"
+    assert ans.notice.startswith(gen.MODEL_FAILED.format(name="BrokenChatModel", error="RuntimeError"))
+    assert "backend exploded" in caplog.text and "Traceback" in caplog.text
+    assert server.requests == []

@@ -1,4 +1,5 @@
-"""The document library end to end: real files, real model, real embedded Qdrant on disk."""
+"""The document library end to end: real files, real model, real Qdrant on disk - Qdrant Edge (embedded default)
+and qdrant-client local mode standing in for a Qdrant server (the `library` fixture runs every test on both)."""
 from __future__ import annotations
 
 import json
@@ -14,9 +15,18 @@ from rag_core.config import Settings
 from rag_core.errors import DocumentNotFound, EmbeddingModelMismatch, LibraryBusy
 from rag_core.library import Library
 from rag_core.loaders import load_bytes
+from store_helpers import BACKENDS, open_library
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "tests" / "fixtures" / "documents"
+
+
+@pytest.fixture(params=BACKENDS)
+def library(request, settings, embedder):
+    """A fresh library on each backend ("edge", "server"); closed after the test."""
+    lib = open_library(request.param, settings, embedder)
+    yield lib
+    lib.close()
 
 
 def _state(lib: Library) -> tuple:
@@ -108,17 +118,16 @@ def test_oversize_file_refused_before_reading(tmp_path, embedder):
 def test_failure_mid_store_rolls_back(library, monkeypatch):
     library.ingest_path(DOCS / "pdf_non-latin_arabic.pdf")
     before = _state(library)
-    real_upsert = library.store.client.upsert
+    real_upsert = library.store.backend.upsert
     calls = {"n": 0}
 
-    def flaky(collection_name, points, **kw):
-        if collection_name == library.store.collection:
-            calls["n"] += 1
-            if calls["n"] == 2:
-                raise OSError("disk full")
-        return real_upsert(collection_name, points=points, **kw)
+    def flaky(points):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("disk full")
+        return real_upsert(points)
 
-    monkeypatch.setattr(library.store.client, "upsert", flaky)
+    monkeypatch.setattr(library.store.backend, "upsert", flaky)
     monkeypatch.setattr("rag_core.store.UPSERT_BATCH", 8)
     r = library.ingest_path(DOCS / "pdf_text_outline-bookmarks_4-pages.pdf")
     assert r.status == "failed" and "library was not changed" in r.error
@@ -127,25 +136,25 @@ def test_failure_mid_store_rolls_back(library, monkeypatch):
 
 
 def test_crash_mid_ingest_leaves_no_half_document(tmp_path, embedder):
-    """A process killed while storing chunks: on next open the half-indexed document is gone."""
+    """A process killed while storing chunks into the embedded library: on next open the half-indexed document is
+    gone. (Against a server, a pending document is only removed after PENDING_GRACE_S: another process may be
+    writing it.)"""
     data_dir = tmp_path / "crash"
     script = textwrap.dedent(f"""
         import os, sys
-        sys.path.insert(0, {str(ROOT)!r})
         import rag_core.store as store
         from rag_core.config import Settings
         from rag_core.library import Library
         store.UPSERT_BATCH = 4
         lib = Library(Settings(data_dir={str(data_dir)!r}))
-        real = lib.store.client.upsert
+        real = lib.store.backend.upsert
         n = {{"calls": 0}}
-        def dying(collection_name, points, **kw):
-            if collection_name == lib.store.collection:
-                n["calls"] += 1
-                if n["calls"] == 3:
-                    os._exit(9)
-            return real(collection_name, points=points, **kw)
-        lib.store.client.upsert = dying
+        def dying(points):
+            n["calls"] += 1
+            if n["calls"] == 3:
+                os._exit(9)
+            return real(points)
+        lib.store.backend.upsert = dying
         lib.ingest_path(__import__("pathlib").Path({str(DOCS / "pdf_text_4-pages_pdflatex.pdf")!r}))
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=300)
@@ -160,10 +169,26 @@ def test_crash_mid_ingest_leaves_no_half_document(tmp_path, embedder):
         lib.close()
 
 
-def test_second_client_on_same_folder_is_refused_politely(library, settings, embedder):
-    with pytest.raises(LibraryBusy) as e:
-        Library(settings, embedder=embedder)
-    assert "another DocChat process" in str(e.value)
+def test_second_client_on_same_folder_is_refused_politely(settings, embedder):
+    """One process per embedded library: a second opener (in this process or another) gets LibraryBusy, and the
+    first one keeps working (and persisting) afterwards."""
+    library = Library(settings, embedder=embedder)
+    try:
+        with pytest.raises(LibraryBusy) as e:
+            Library(settings, embedder=embedder)
+        assert "another DocChat process" in str(e.value)
+        p = _cli("list", "--json", data_dir=settings.data_dir)
+        assert p.returncode != 0 and "another DocChat process" in p.stdout + p.stderr
+        assert "Traceback" not in p.stderr
+        assert library.ingest_path(DOCS / "pdf_non-latin_arabic.pdf").status == "added"
+        before = _state(library)
+    finally:
+        library.close()
+    again = Library(settings, embedder=embedder)
+    try:
+        assert _state(again) == before
+    finally:
+        again.close()
 
 
 def test_embedding_model_mismatch_says_how_to_fix(tmp_path, embedder):

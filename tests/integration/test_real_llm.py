@@ -9,8 +9,8 @@ from pathlib import Path
 
 import ollama
 import pytest
-
 from llm_server import MODEL_NAME, LLMServer
+
 from rag_core import evidence as ev
 from rag_core import generation as gen
 from rag_core.config import Settings

@@ -1,5 +1,6 @@
-"""Retrieval: every method through real Qdrant (embedded, on disk) and the real model; de-duplication, scoping,
-fusion arithmetic, and the small benchmark smoke runs of `python -m rag_core eval`."""
+"""Retrieval: every method through real Qdrant on both backends (Qdrant Edge on disk; qdrant-client local mode
+standing in for a server) and the real model; de-duplication, scoping, fusion arithmetic, the relevance score,
+and the small benchmark smoke runs of `python -m rag_core eval`."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,8 @@ import pytest
 from rag_core import retrieval
 from rag_core.__main__ import main as cli_main
 from rag_core.models import Chunk, Document, Passage, Section, SourceMeta
-from rag_core.retrieval import METHODS, dedupe, merge_chunks, retrieve, zscore_fuse
+from rag_core.retrieval import METHODS, dedupe, merge_chunks, retrieve, retrieve_scored, zscore_fuse
+from store_helpers import BACKENDS, open_library
 
 TOPICS = {
     "bees": ("Honey bees", "Honey bees live in colonies ruled by a single queen. Worker bees collect nectar and pollen "
@@ -29,15 +31,29 @@ def _doc(key: str, text: str | None = None, title: str | None = None) -> Documen
                     source=SourceMeta(file_name=f"{key}.txt", title=title or title_, kind="txt", sha256=key))
 
 
-@pytest.fixture(scope="module")
-def topical(tmp_path_factory, embedder):
-    """One library (shared by the read-only tests of this module) with three short documents on unrelated topics."""
+@pytest.fixture(scope="module", params=BACKENDS)
+def topical(request, tmp_path_factory, embedder):
+    """One library per backend (shared by the read-only tests of this module) with three short documents on
+    unrelated topics."""
     from rag_core.config import Settings
-    from rag_core.library import Library
 
-    lib = Library(Settings(data_dir=tmp_path_factory.mktemp("topical")), embedder=embedder)
+    lib = open_library(request.param, Settings(data_dir=tmp_path_factory.mktemp("topical")), embedder)
     for key in TOPICS:
         assert lib.ingest_document(_doc(key)).status == "added"
+    yield lib
+    lib.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """The backend under test: "edge" (embedded) or "server" (qdrant-client local mode standing in)."""
+    return request.param
+
+
+@pytest.fixture
+def library(backend, settings, embedder):
+    """A fresh library on each backend; closed after the test."""
+    lib = open_library(backend, settings, embedder)
     yield lib
     lib.close()
 
@@ -160,22 +176,49 @@ def test_query_without_words_and_unknown_method(topical):
 
 
 def test_half_indexed_documents_are_invisible(library):
-    from qdrant_client import models
-
+    """Points of a document still being stored (status "pending", as a crashed ingest leaves them) are filtered out
+    inside Qdrant by every method, and the relevance ignores them too."""
+    from rag_core.backends import PENDING, RawPoint
     from rag_core.chunking import chunk_document
-    from rag_core.store import _chunk_payload
+    from rag_core.store import chunk_to_document, document_payload
 
     library.ingest_document(_doc("bees"))
     store = library.store
     chunks = chunk_document(replace(_doc("bees"), doc_id="doc-pending"), store.embedder)
-    store._put_entry({"doc_id": "doc-pending", "status": "pending", "started": 0})  # as a crashed ingest leaves it
+    store.backend.put_entry({"doc_id": "doc-pending", "status": PENDING, "started": 0})
     dense, sparse = store.embed_chunks(chunks)
-    store.client.upsert(store.collection, points=[models.PointStruct(id=c.point_id, vector={
-        "dense": dense[i].tolist(), "lexical": models.SparseVector(indices=sparse[i].indices, values=sparse[i].values)},
-        payload=_chunk_payload(c, None)) for i, c in enumerate(chunks)])
+    points = []
+    for i, c in enumerate(chunks):
+        payload = document_payload(chunk_to_document(c, None))
+        payload["metadata"]["status"] = PENDING
+        points.append(RawPoint(c.point_id, dense[i].tolist(), sparse[i], payload))
+    store.backend.upsert(points)
+    assert store.count_chunks() == 2 * len(chunks)
     for method in METHODS:
-        found = {h.chunk.doc_id for h in retrieve(store, "worker bees honey", k=5, method=method)}
-        assert "doc-bees" in found and "doc-pending" not in found, method
+        found = retrieve_scored(store, "worker bees honey", k=5, method=method)
+        assert "doc-bees" in {h.chunk.doc_id for h in found.passages}, method
+        assert "doc-pending" not in {h.chunk.doc_id for h in found.passages}, method
+        assert found.relevance is not None
+    assert retrieve(store, "worker bees honey", k=5, doc_ids=["doc-pending"]) == []
+    assert store.get("doc-pending") is None and [d.doc_id for d in library.documents()] == ["doc-bees"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_relevance_is_the_best_cosine_in_scope(library, method):
+    """retrieve_scored's relevance is the dense cosine of the best chunk in scope, from the same request."""
+    bees = library.ingest_document(_doc("bees"), owner="alice").doc_id
+    pump = library.ingest_document(_doc("pump"), owner="bob").doc_id
+    store = library.store
+    q = "How often is the impeller seal replaced?"
+    qv = retrieval.embed_queries(store, [q])[0]
+    for doc_ids, owners in ((None, None), ([bees], None), (None, ["alice"]), ([bees, pump], ["bob", None])):
+        got = retrieve_scored(store, q, k=3, doc_ids=doc_ids, owners=owners, method=method, vectors=qv)
+        best = store.query(qv.dense, None, 1, doc_ids, owners)
+        assert got.relevance == pytest.approx(best[0].score, abs=1e-5), (doc_ids, owners)
+    nothing = retrieve_scored(store, q, k=3, owners=["carol"], method=method, vectors=qv)
+    assert nothing.passages == [] and nothing.relevance is None
+    assert retrieve_scored(store, q, k=3, doc_ids=[], method=method).relevance is None
+    assert retrieve_scored(store, "?!", k=3, method=method).relevance is not None  # no words: still a cosine
 
 
 # -- evaluation harness and CLI ------------------------------------------------------------------------
@@ -223,7 +266,8 @@ def test_smoke_pubmedqa_default_keeps_vector_recall(tmp_path, capsys):
     assert len(rep["failures"]) == round(50 * (1 - best["recall@1"]))
 
 
-def test_eval_on_own_questions_jsonl(library, settings, tmp_path, capsys):
+def test_eval_on_own_questions_jsonl(settings, embedder, tmp_path, capsys):
+    library = open_library("edge", settings, embedder)  # the CLI opens the embedded library of --data-dir
     for key in TOPICS:
         library.ingest_document(_doc(key))
     library.close()
@@ -254,31 +298,33 @@ def test_eval_rejects_bad_input(tmp_path, capsys):
     assert code == 2 and "library is empty" in capsys.readouterr().err
 
 
-def test_library_with_old_lexical_vectors_is_re_encoded_on_open(library, settings, embedder):
-    """A collection written by an earlier lexical encoder gets its sparse vectors rebuilt (dense ones kept)."""
-    from qdrant_client import models
-
+def test_library_with_old_lexical_vectors_is_re_encoded_on_open(library, backend, settings, embedder):
+    """A library written by an earlier lexical encoder gets its sparse vectors rebuilt on open (dense ones kept)."""
+    from rag_core.backends import sparse_vector
     from rag_core.embeddings import LEXICAL_VERSION
-    from rag_core.library import Library
 
     pump = library.ingest_document(_doc("pump")).doc_id
     library.ingest_document(_doc("bees"))
     store = library.store
-    points, _ = store.client.scroll(store.collection, limit=100, with_vectors=["dense"])
-    dense_before = {p.id: p.vector["dense"] for p in points}
-    store.client.update_vectors(store.collection, points=[models.PointVectors(id=p.id, vector={
-        "lexical": models.SparseVector(indices=[7, 8], values=[1.0, 1.0])}) for p in points])  # an old encoding
-    meta = store.client.get_collection(store.collection).config.metadata
-    store.client.update_collection(store.collection, metadata={**meta, "lexical": "wordpiece-tf-1"})
+    before = {p.id: p for batch in store.backend.points() for p in batch}
+    store.backend.set_sparse([(pid, sparse_vector([7, 8], [1.0, 1.0])) for pid in before])  # an old encoding
+    meta = store.backend.read_meta()
+    assert meta is not None and meta["lexical"] == LEXICAL_VERSION
+    store.backend.write_meta({**meta, "lexical": "fastembed-bm25-english-1"})
     assert retrieve(store, "XQ-7731 impeller", k=3, method="lexical") == []
     library.close()
 
-    reopened = Library(settings, embedder=embedder)
+    reopened = open_library(backend, settings, embedder)
     try:
         s = reopened.store
-        assert s.client.get_collection(s.collection).config.metadata["lexical"] == LEXICAL_VERSION
+        assert (s.backend.read_meta() or {})["lexical"] == LEXICAL_VERSION
         assert [h.chunk.doc_id for h in retrieve(s, "XQ-7731 impeller", k=3, method="lexical")] == [pump]
-        points, _ = s.client.scroll(s.collection, limit=100, with_vectors=["dense"])
-        assert {p.id: p.vector["dense"] for p in points} == dense_before
+        after = {p.id: p for batch in s.backend.points() for p in batch}
+        assert after.keys() == before.keys()
+        for pid, p in after.items():
+            assert p.dense == pytest.approx(before[pid].dense, abs=1e-6)
+            assert p.sparse.indices == before[pid].sparse.indices
+            assert p.sparse.values == pytest.approx(before[pid].sparse.values, abs=1e-5)
+            assert p.payload == before[pid].payload
     finally:
         reopened.close()

@@ -16,17 +16,24 @@ import time
 from pathlib import Path
 
 import pytest
+from wiki_server import FIXTURES, WikiReplayServer  # tests/ is on the path (pytest.ini)
 
 from rag_core import wikipedia as W
 from rag_core.__main__ import main
 from rag_core.config import Settings, load_settings
-from rag_core.errors import (WikipediaAPIError, WikipediaBadLanguage, WikipediaBadResponse, WikipediaBadTitle,
-                             WikipediaRateLimited, WikipediaRequestRejected, WikipediaServerError, WikipediaTimeout,
-                             WikipediaUnreachable)
+from rag_core.errors import (
+    WikipediaAPIError,
+    WikipediaBadLanguage,
+    WikipediaBadResponse,
+    WikipediaBadTitle,
+    WikipediaRateLimited,
+    WikipediaRequestRejected,
+    WikipediaServerError,
+    WikipediaTimeout,
+    WikipediaUnreachable,
+)
 from rag_core.library import Library
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from wiki_server import FIXTURES, WikiReplayServer  # noqa: E402
+from rag_core.wikipedia.client import _retry_after
 
 ROOT = Path(__file__).resolve().parents[2]
 PY_TITLE = "Python (programming language)"
@@ -111,8 +118,9 @@ def snapshot(lib: Library) -> tuple:
 
 
 def stored_chunks(lib: Library, doc_id: str):
-    from rag_core.store import METADATA_KEY, chunk_from_payload
     from qdrant_client import models
+
+    from rag_core.store import METADATA_KEY, chunk_from_payload
 
     points, _ = lib.store.client.scroll(lib.store.collection, scroll_filter=models.Filter(must=[models.FieldCondition(
         key=f"{METADATA_KEY}.doc_id", match=models.MatchValue(value=doc_id))]), limit=1000, with_payload=True)
@@ -180,7 +188,7 @@ def test_sections_from_the_recorded_extract_are_exact():
     for s in doc.sections:  # no heading line inside a section; ranges are ordered and tight
         body = PY_EXTRACT[s.char_start:s.char_end]
         assert "\n==" not in body and not body.startswith("==") and body == body.strip()
-    assert all(a.char_end <= b.char_start for a, b in zip(doc.sections, doc.sections[1:]))
+    assert all(a.char_end <= b.char_start for a, b in zip(doc.sections, doc.sections[1:], strict=False))
     # Lists of sources and links are kept in the text but not indexed.
     paths = {p[0] for p in by_path if p}
     assert not paths & {"See also", "References", "Further reading", "External links"}
@@ -253,21 +261,21 @@ def test_persistent_5xx_gives_up_after_the_retries(server, wsettings):
 def test_backoff_doubles_with_jitter_and_retry_after_dates_are_understood(server, wsettings):
     server.fault("5xx", times=None)
     waits: list[float] = []
-    with W.WikipediaClient(wsettings.with_overrides(wikipedia_backoff_s=0.5), sleep=waits.append) as client:
-        with pytest.raises(WikipediaServerError):
-            W.search(wsettings, "Python programming", client=client)
+    with (W.WikipediaClient(wsettings.with_overrides(wikipedia_backoff_s=0.5), sleep=waits.append) as client,
+          pytest.raises(WikipediaServerError)):
+        W.search(wsettings, "Python programming", client=client)
     assert len(waits) == 3 and server.count() == 4
     for n, w in enumerate(waits):  # 0.5 s * 2^n, jittered into [0.5x, 1.5x)
         assert 0.25 * 2 ** n <= w < 0.75 * 2 ** n
     import email.utils
-    from datetime import datetime, timedelta, timezone
+    from datetime import UTC, datetime, timedelta
 
     import httpx
 
-    when = email.utils.format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
-    assert 25 <= W._retry_after(httpx.Response(429, headers={"Retry-After": when})) <= 30
-    assert W._retry_after(httpx.Response(503, headers={"Retry-After": "7"})) == 7.0
-    assert W._retry_after(httpx.Response(503)) is None
+    when = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25 <= _retry_after(httpx.Response(429, headers={"Retry-After": when})) <= 30
+    assert _retry_after(httpx.Response(503, headers={"Retry-After": "7"})) == 7.0
+    assert _retry_after(httpx.Response(503)) is None
 
 
 def test_too_long_retry_after_fails_at_once(server, wsettings):

@@ -4,8 +4,6 @@ browser sessions, so two AppTests here behave like two visitors of one demo serv
 Qdrant on a temp folder, the real bundled samples; Ollama is faked at the wire (tests/ollama_server.py)."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 from ollama_server import OllamaServer, Reply
 from ui_helpers import MODEL, button, fixture_bytes, new_app, plain, texts, wait_for_jobs
@@ -27,18 +25,40 @@ def _page(at) -> str:
                            + texts(at.error) + texts(at.success)))
 
 
-def _close_hub(ui_state) -> None:
-    """Stop the cached hub's cleanup thread and forget the hub (the library stays open)."""
-    hub = ui_state.get_hub()
-    if hub is not None:
-        hub.stop_janitor()
-    ui_state._hub.clear()
+def _close_hub(state) -> None:
+    """Close the demo server's runtime (hub, queue, library): the next run starts it with the current settings."""
+    state.reset_runtime()
+
+
+class _Demo:
+    """One demo server's process-wide state, read through the app's own runtime (restarted by some tests)."""
+
+    def __init__(self, samples: set[str], mp: pytest.MonkeyPatch, data_dir) -> None:
+        self.samples, self.mp, self.data_dir = samples, mp, data_dir
+
+    @staticmethod
+    def hub():
+        from ui import state
+
+        return state.runtime().hub
+
+    @property
+    def library(self):
+        from ui import state
+
+        return state.runtime().library
+
+    @property
+    def queue(self):
+        from ui import state
+
+        return state.runtime().queue
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     """One demo server's process-wide state: a data folder, the hub with the samples loaded, the ingest queue."""
-    import ui_state
+    from ui import state as ui_state
 
     data_dir = tmp_path_factory.mktemp("demo") / "data"
     with pytest.MonkeyPatch.context() as mp:
@@ -50,23 +70,16 @@ def demo(tmp_path_factory):
         mp.setenv("DOCCHAT_DEMO_MAX_FILES", str(MAX_FILES))
         mp.setenv("DOCCHAT_DEMO_MAX_FILE_MB", str(MAX_FILE_MB))
         mp.setenv("DOCCHAT_DEMO_QUESTIONS_PER_MINUTE", str(QUESTIONS))
-        hub = ui_state.get_hub()
+        hub = ui_state.runtime().hub
         assert hub is not None
         samples = {d.doc_id for d in hub.shared_documents()}
         assert {d.title for d in hub.shared_documents()} == SAMPLE_TITLES
-        queue = ui_state.get_queue()
-        # hub: a getter, since some tests restart the hub with other server settings (same library and queue)
-        yield SimpleNamespace(hub=ui_state.get_hub, library=hub.library, queue=queue, samples=samples, mp=mp,
-                              data_dir=data_dir)
+        yield _Demo(samples, mp, data_dir)
         _close_hub(ui_state)
-        queue.close()
-        ui_state.get_library().close()
-        ui_state._queue.clear()
-        ui_state._library.clear()
 
 
 def _own_docs(demo, at) -> list:
-    return demo.library.documents(owners=[at.session_state["demo_session_id"]])
+    return demo.library.documents(owners=[at.session_state["session_key"]])
 
 
 def _delete_keys(at) -> set[str]:
@@ -93,7 +106,7 @@ def test_two_sessions_keep_their_uploads_private_and_share_the_samples(demo):
     assert f"Your demo space: 1 of {MAX_FILES} documents" in page
 
     bob = new_app("pages/library.py")
-    assert bob.session_state["demo_session_id"] != alice.session_state["demo_session_id"]
+    assert bob.session_state["session_key"] != alice.session_state["session_key"]
     page = _page(bob)
     assert "pdf_text_multicolumn_3-pages" not in page  # not in Bob's list ...
     assert all(t in page for t in SAMPLE_TITLES) and page.count(SAMPLE_LABEL) == len(SAMPLE_TITLES)
@@ -192,7 +205,7 @@ def test_banner_says_extractive_and_settings_hide_the_server(demo):
 
 
 def test_remote_model_uses_the_servers_host_and_key_never_the_visitors(demo):
-    import ui_state
+    from ui import state as ui_state
 
     with OllamaServer(models=[MODEL], token="demo-secret") as server, OllamaServer(models=[MODEL]) as visitor:
         _close_hub(ui_state)
@@ -247,7 +260,7 @@ def test_delete_own_document_and_a_vanished_one(demo):
     wait_for_jobs(frank, demo.queue)
     [doc] = _own_docs(demo, frank)
     frank.button(key=f"del_{doc.doc_id}").click().run()
-    demo.hub().session(frank.session_state["demo_session_id"]).delete(doc.doc_id)
+    demo.hub().session(frank.session_state["session_key"]).delete(doc.doc_id)
     button(frank, "Yes, delete it").click().run()
     assert not frank.exception and not frank.error
     assert any("is no longer in your library" in plain(i) for i in texts(frank.info))
@@ -270,7 +283,7 @@ def _search_and_add(at) -> None:
 
 
 def test_wikipedia_in_the_demo_is_private_counted_and_refreshes_only_own_articles(demo):
-    import ui_state
+    from ui import state as ui_state
 
     with WikiReplayServer() as wiki:
         demo.mp.setenv("DOCCHAT_WIKIPEDIA_API", wiki.url_template)
@@ -307,7 +320,7 @@ def test_wikipedia_in_the_demo_is_private_counted_and_refreshes_only_own_article
 
             # Another visitor sees neither her article nor her note.
             hal = new_app("pages/library.py")
-            assert {d.doc_id for d in demo.hub().session(hal.session_state["demo_session_id"]).documents()} \
+            assert {d.doc_id for d in demo.hub().session(hal.session_state["session_key"]).documents()} \
                 == demo.samples
             assert _page(hal).count(PY_TITLE) == 1  # the sample only
         finally:

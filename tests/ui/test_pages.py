@@ -252,8 +252,9 @@ def test_settings_guidance_when_ollama_is_down(app, monkeypatch):
 def test_upload_limit_follows_the_setting_and_the_streamlit_config_agrees(app, monkeypatch):
     import tomllib
 
-    from rag_core.config import Settings
     from ui_helpers import ROOT
+
+    from rag_core.config import Settings
 
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] == Settings().max_upload_mb  # the browser-side cap = the default

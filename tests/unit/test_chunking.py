@@ -42,7 +42,7 @@ def test_budget_packs_sentences_with_one_sentence_overlap(embedder):
     chunks = chunk_document(doc, embedder, max_tokens=64)
     assert len(chunks) > 5
     _check_invariants(doc, chunks, embedder, 64)
-    for prev, nxt in zip(chunks, chunks[1:]):
+    for prev, nxt in zip(chunks, chunks[1:], strict=False):
         last_sentence = prev.text.rsplit(". ", 1)[-1]
         assert nxt.text.startswith(last_sentence)  # one-sentence overlap inside a paragraph
         assert nxt.char_start < prev.char_end

@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from rag_core.citations import (citation_json, cited_numbers, find_markers, passage_json, resolve, source_url)
+from rag_core.citations import citation_json, cited_numbers, find_markers, passage_json, resolve, source_url
 from rag_core.models import Chunk, Citation, Passage, SourceMeta
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pymupdf
@@ -11,6 +12,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 from rag_core import render
+from rag_core.citations import citation_json
+from rag_core.evidence import verify_answer
 from rag_core.models import Answer, Chunk, Citation, Passage, SourceMeta
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
@@ -145,21 +148,28 @@ def test_location_labels():
     assert render.location_label(_chunk("x")) == ""
 
 
-def test_evidence_is_the_passage_sentence_the_reply_leans_on():
+def test_an_unsupported_citation_is_shown_without_a_highlighted_sentence(embedder):
+    """The page shows exactly the verdicts rag_core.evidence computed: a citation it found unsupported keeps no
+    evidence span, so its card highlights nothing (and render has no helper that would make one up)."""
     text = ("Lorem ipsum dolor sit amet, consectetuer elit. Table 1: EU Countries\n"
             "Austria | 8.9 | 83,879 | Vienna | German\n"
-            "Belgium | 11.5 | 30,689 | Brussels | Dutch, French, German\n"
-            "Czech Republic | 10.7 | 78,866 | Prague | Czech")
-    span = render.evidence_span("The capital of Belgium is Brussels [1]. Vienna is nice [2].", 1, text)
-    assert text[span[0]:span[1]] == "Belgium | 11.5 | 30,689 | Brussels | Dutch, French, German"
-    assert render.evidence_span("Something unrelated entirely [1].", 1, text) is None
-    assert render.evidence_span("No marker here.", 1, text) is None
-    answer = Answer(text="The capital of Belgium is Brussels [1].", mode="ollama",
-                    citations=(Citation(1, Passage(_chunk(text), 1.0)),))
-    c = render.with_evidence(answer).citations[0]
-    assert "Brussels" in text[c.evidence_start:c.evidence_end]
-    kept = Citation(1, Passage(_chunk(text), 1.0), "verified", 0, 5)
-    assert render.with_evidence(Answer(text="x [1]", mode="ollama", citations=(kept,))).citations[0] == kept
+            "Belgium | 11.5 | 30,689 | Brussels | Dutch, French, German")
+    passage = Passage(_chunk(text), 1.0)
+    answer = Answer(text="The capital of Belgium is Paris and it has 99 million people [1].", mode="ollama",
+                    citations=(Citation(1, passage),), passages=(passage,), context_passages=1,
+                    question="What is the capital of Belgium?")
+    (c,) = verify_answer(answer, embedder).citations
+    assert c.status == "unsupported" and c.evidence_start is None and c.evidence_end is None
+    md = render.highlight_markdown(c.passage.chunk.text, c.evidence_start, c.evidence_end)
+    assert f":{render.HIGHLIGHT_COLOR}-background[" not in md
+    assert citation_json(c)["quote"] == text  # the whole passage: no sentence is presented as the evidence
+    assert not hasattr(render, "with_evidence") and not hasattr(render, "evidence_span")
+
+    backed = replace(answer, text="Brussels is the capital of Belgium [1].")
+    (good,) = verify_answer(backed, embedder).citations
+    assert good.status == "verified"
+    md = render.highlight_markdown(text, good.evidence_start, good.evidence_end)
+    assert f":{render.HIGHLIGHT_COLOR}-background[**Belgium" in md
 
 
 def _orange_pixels(png: bytes) -> int:

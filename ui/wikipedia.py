@@ -1,69 +1,33 @@
 """The "From Wikipedia" box of the Library page: search, pick, import (in the background queue), check for updates."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
-
 import streamlit as st
 
-import ui_state
-from rag_core import render, wikipedia
-from rag_core.config import Settings
+from rag_core import render
 from rag_core.errors import DocChatError, LimitReached
-from rag_core.jobs import IngestQueue, JobView
-from ui_sources import show_message
-
-if TYPE_CHECKING:
-    from rag_core.library import Library
-    from rag_core.sessions import SessionLibrary
+from rag_core.jobs import JobView
+from rag_core.wikipedia import RefreshReport, WikiImportResult
+from rag_core.workspace import Workspace
+from ui import state
+from ui.sources import show_message
 
 LANGUAGES = {"en": "English", "de": "Deutsch", "fr": "Français", "es": "Español", "it": "Italiano",
              "nl": "Nederlands", "pt": "Português", "pl": "Polski", "sv": "Svenska", "simple": "Simple English"}
 HITS_KEY = "wiki_hits"  # (lang, [WikiHit]) of the last search in this session
 
 
-def submit_import(queue: IngestQueue, library: Library, settings: Settings, title: str, lang: str,
-                  owner: str | None, remember: Callable[[str], None], session: SessionLibrary | None = None) -> bool:
-    """Queue one article import (it runs in the background like a file upload). In the demo the session's room
-    is checked first: False (and a warning kept for the next run) when its library is full."""
-    if session is not None:
-        try:
-            session.check_room(title)
-        except LimitReached as e:
-            ui_state.add_notice(str(e))  # shown on the next run: the box reruns the page right after queuing
-            return False
-
-        def work(progress):
-            return session.import_wikipedia(title, lang, progress)
-
-        remember(queue.submit(f"{title} (Wikipedia)", work, session.session_id, kind="wikipedia"))
-        return True
-
-    def work(progress):
-        return wikipedia.import_article(library, settings, title, lang=lang, owner=owner, progress=progress)
-
-    remember(queue.submit(f"{title} (Wikipedia)", work, owner, kind="wikipedia"))
+def submit_import(ws: Workspace, title: str, lang: str) -> bool:
+    """Queue one article import (it runs in the background like a file upload). False (and a notice kept for the
+    next run) when there is no room for it."""
+    try:
+        state.remember_job(ws.import_wikipedia(title, lang))
+    except LimitReached as e:
+        state.add_notice(str(e))  # shown on the next run: the box reruns the page right after queuing
+        return False
     return True
 
 
-def submit_refresh(queue: IngestQueue, library: Library, settings: Settings, owners, owner: str | None,
-                   remember: Callable[[str], None], session: SessionLibrary | None = None) -> None:
-    """Queue a check of every imported article against Wikipedia's latest revision (in the demo: the session's own
-    articles only, never the shared samples)."""
-    if session is not None:
-        def work(progress):
-            return session.refresh_wikipedia(progress)
-
-        remember(queue.submit("Wikipedia articles", work, session.session_id, kind="refresh"))
-        return
-
-    def work(progress):
-        return wikipedia.refresh(library, settings, owners=owners, progress=progress)
-
-    remember(queue.submit("Wikipedia articles", work, owner, kind="refresh"))
-
-
-def wikipedia_box(queue: IngestQueue, library: Library, settings: Settings, owner: str | None, owners,
-                  remember: Callable[[str], None], has_articles: bool, session: SessionLibrary | None = None) -> None:
+def wikipedia_box(ws: Workspace, has_articles: bool) -> None:
     """Search Wikipedia, pick results, import them; check imported articles for updates."""
     with st.expander("From Wikipedia", icon=":material/public:", expanded=bool(st.session_state.get(HITS_KEY))):
         st.caption("Search Wikipedia and add articles to your library. Their text is licensed CC BY-SA 4.0; "
@@ -77,7 +41,7 @@ def wikipedia_box(queue: IngestQueue, library: Library, settings: Settings, owne
         if searched and words.strip():
             try:
                 with st.spinner("Searching Wikipedia…"):
-                    st.session_state[HITS_KEY] = (lang, wikipedia.search(settings, words, lang=lang, limit=8))
+                    st.session_state[HITS_KEY] = (lang, ws.search_wikipedia(words, lang=lang, limit=8))
             except DocChatError as e:
                 st.session_state.pop(HITS_KEY, None)
                 show_message(str(e), "error")
@@ -100,9 +64,9 @@ def wikipedia_box(queue: IngestQueue, library: Library, settings: Settings, owne
                 if add:
                     if not picked:
                         st.warning("Tick at least one article first.", icon=":material/check_box:")
-                    ui_state.clear_notices()
+                    state.clear_notices()
                     for title in picked:
-                        if not submit_import(queue, library, settings, title, hit_lang, owner, remember, session):
+                        if not submit_import(ws, title, hit_lang):
                             break  # full: the rest would not fit either
                     if picked:
                         st.session_state.pop(HITS_KEY, None)
@@ -111,15 +75,14 @@ def wikipedia_box(queue: IngestQueue, library: Library, settings: Settings, owne
             st.divider()
             st.caption("Articles change on Wikipedia. Check whether yours are still current:")
             if st.button("Check for updates", icon=":material/update:", key="wiki_refresh"):
-                submit_refresh(queue, library, settings, owners, owner, remember, session)
+                state.remember_job(ws.refresh_wikipedia())
                 st.rerun()
 
 
-def wiki_job_result(job: JobView, queue: IngestQueue, library: Library, settings: Settings, owner: str | None,
-                    remember: Callable[[str], None], session: SessionLibrary | None = None) -> None:
+def wiki_job_result(job: JobView, ws: Workspace) -> None:
     """Show a finished Wikipedia import or update check."""
     r = job.result
-    if not isinstance(r, (wikipedia.WikiImportResult, wikipedia.RefreshReport)):
+    if not isinstance(r, (WikiImportResult, RefreshReport)):
         # The work raised a DocChatError (e.g. a demo limit reached while it waited in the queue): the queue made it
         # a plain failed result, which carries only the sentence.
         what = ("check the Wikipedia articles" if job.kind == "refresh"
@@ -147,8 +110,8 @@ def wiki_job_result(job: JobView, queue: IngestQueue, library: Library, settings
             st.write("Wikipedia lists these articles for it. Choose the one you mean:")
             for i, cand in enumerate(r.candidates[:12]):
                 if st.button(cand, key=f"disamb_{job.id}_{i}", type="tertiary", icon=":material/add:"):
-                    submit_import(queue, library, settings, cand, r.lang, owner, remember, session)
-                    queue.forget([job.id])
+                    submit_import(ws, cand, r.lang)
+                    ws.forget_jobs([job.id])
                     st.rerun()
     else:
         with st.status(f"Could not import **{title}** from Wikipedia", state="error", expanded=True):

@@ -2,18 +2,13 @@
 (rag_core.render) before it reaches st.markdown; nothing here uses unsafe_allow_html."""
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import streamlit as st
 
 from rag_core import render
-from rag_core.config import Settings
 from rag_core.models import Answer, Chunk, Citation, Passage
-from rag_core.originals import load_original
-
-if TYPE_CHECKING:
-    from rag_core.sessions import SessionLibrary
+from rag_core.workspace import Workspace
 
 WIKIPEDIA_LICENSE_LINE = "Text from Wikipedia, available under the Creative Commons Attribution-ShareAlike License 4.0 (CC BY-SA 4.0)."
 MODE_BADGES = {
@@ -58,32 +53,19 @@ def _title_line(n: int | None, chunk: Chunk) -> str:
 
 
 @st.cache_data(max_entries=64, show_spinner="Drawing the page…")
-def _page_png(data_dir: str, doc_id: str, chunk_text: str, page_start: int, page_end: int | None,
-              evidence: str | None) -> tuple[int, bytes] | None:
-    pdf = load_original(Settings(data_dir=Path(data_dir)), doc_id)
-    if pdf is None:
-        return None
-    return render.pdf_page_for(pdf, chunk_text, page_start, page_end, evidence)
-
-
-@st.cache_data(max_entries=64, show_spinner="Drawing the page…")
-def _demo_page_png(doc_id: str, chunk_text: str, page_start: int, page_end: int | None, evidence: str | None,
-                   _pdf: bytes) -> tuple[int, bytes] | None:
-    # Keyed by doc_id: demo ids are scoped to their owner and fixed by content, so one id is one file. The caller
-    # has already checked that the session may see the document (SessionLibrary.original).
+def _page_png(doc_id: str, chunk_text: str, page_start: int, page_end: int | None, evidence: str | None,
+              _pdf: bytes) -> tuple[int, bytes] | None:
+    # Keyed by doc_id: ids are fixed by content (and scoped to their owner in the demo), so one id is one file. The
+    # caller has already checked that this session may see the document (Workspace.original).
     return render.pdf_page_for(_pdf, chunk_text, page_start, page_end, evidence)
 
 
-def _page_image(chunk: Chunk, evidence: str | None, settings: Settings,
-                session: "SessionLibrary | None") -> tuple[int, bytes] | None:
-    """The rendered PDF page of a passage; in the demo only through the session's own view of its documents."""
-    if session is None:
-        return _page_png(str(settings.data_dir), chunk.doc_id, chunk.text, chunk.page_start, chunk.page_end,
-                         evidence)
-    pdf = session.original(chunk.doc_id)
-    if pdf is None:
+def _page_image(chunk: Chunk, evidence: str | None, ws: Workspace) -> tuple[int, bytes] | None:
+    """The rendered PDF page of a passage, read through this session's own view of its documents."""
+    pdf = ws.original(chunk.doc_id)
+    if pdf is None or not chunk.page_start:
         return None
-    return _demo_page_png(chunk.doc_id, chunk.text, chunk.page_start, chunk.page_end, evidence, _pdf=pdf)
+    return _page_png(chunk.doc_id, chunk.text, chunk.page_start, chunk.page_end, evidence, _pdf=pdf)
 
 
 def _evidence(c: Citation) -> str | None:
@@ -102,7 +84,7 @@ def _wikipedia_lines(chunk: Chunk) -> None:
     st.caption(WIKIPEDIA_LICENSE_LINE + rev)
 
 
-def show_citation(c: Citation, key: str, settings: Settings, session: "SessionLibrary | None" = None) -> None:
+def show_citation(c: Citation, key: str, ws: Workspace) -> None:
     """One source card: [n], title, page/section, the quote with the cited sentence highlighted, links, page image."""
     chunk = c.passage.chunk
     with st.container(border=True, key=f"source_card_{key}"):
@@ -118,7 +100,7 @@ def show_citation(c: Citation, key: str, settings: Settings, session: "SessionLi
             exp = st.expander("Show on the page", icon=":material/description:", key=key, on_change="rerun")
             with exp:
                 if exp.open:
-                    got = _page_image(chunk, _evidence(c), settings, session)
+                    got = _page_image(chunk, _evidence(c), ws)
                     if got is None:
                         st.caption("The page image is not available (the original file was not kept).")
                     else:
@@ -138,21 +120,21 @@ def show_other_passages(passages: Iterable[Passage]) -> None:
             st.markdown("> " + render.highlight_markdown(p.chunk.text, None, None, context=160))
 
 
-def show_sources(answer: Answer, key: str, settings: Settings, session: "SessionLibrary | None" = None) -> None:
+def show_sources(answer: Answer, key: str, ws: Workspace) -> None:
     """The sources column beside a reply."""
     cited = {c.passage.chunk.point_id for c in answer.citations}
     others = [p for p in answer.passages if p.chunk.point_id not in cited]
     if answer.citations:
         st.markdown("**Sources**")
         for c in answer.citations:
-            show_citation(c, f"{key}_page_{c.n}", settings, session)
+            show_citation(c, f"{key}_page_{c.n}", ws)
     elif answer.mode != "not_found":
         st.caption("This reply does not cite a specific passage.")
     show_other_passages(others)
 
 
-def show_assistant_turn(answer: Answer | None, error: str | None, key: str, settings: Settings,
-                        session: "SessionLibrary | None" = None, error_kind: str = "error") -> None:
+def show_assistant_turn(answer: Answer | None, error: str | None, key: str, ws: Workspace,
+                        error_kind: str = "error") -> None:
     """A whole assistant turn: reply on the left, its sources on the right (error_kind "warning" for a limit)."""
     if answer is None:
         show_message(error or "Something went wrong while answering.", error_kind)
@@ -161,4 +143,4 @@ def show_assistant_turn(answer: Answer | None, error: str | None, key: str, sett
     with left:
         show_reply(answer)
     with right:
-        show_sources(answer, key, settings, session)
+        show_sources(answer, key, ws)

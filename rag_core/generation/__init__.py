@@ -1,0 +1,76 @@
+"""Question -> grounded Answer, from any LangChain chat model (ChatOllama by default) or quoted from the documents.
+
+prompt: prompts, context budget, history, follow-up rewriting; chat: the chat model backend; extractive: the
+answer without a model; answer: AnswerStream, start_answer, answer. Everything public is re-exported here."""
+from __future__ import annotations
+
+from ..models import Answer
+from ..text import is_refusal
+from .answer import (
+    MODE_EXTRACTIVE,
+    MODE_LLM,
+    MODE_NOT_FOUND,
+    NOTICE_EMPTY,
+    NOTICE_FALLBACK,
+    NOTICE_LENGTH,
+    NOTICE_NO_LLM,
+    NOTICE_NO_MODEL,
+    NOTICE_NOT_IN_SOURCES,
+    NOTICE_NOT_RELEVANT,
+    NOTICE_STOPPED,
+    NOTICE_UNEXPECTED,
+    NOTICE_UNSUPPORTED,
+    AnswerStream,
+    answer,
+    start_answer,
+)
+from .chat import MODEL_FAILED, ChatBackend, ThinkFilter, backend_for, chat_messages, chat_model, strip_thinking
+from .extractive import (
+    EXTRACTIVE_LABEL,
+    EXTRACTIVE_MARGIN,
+    EXTRACTIVE_MAX_CHARS,
+    EXTRACTIVE_PASSAGES,
+    EXTRACTIVE_SENTENCES,
+    extractive_answer,
+    quotable_spans,
+    tidy_answer_text,
+)
+from .prompt import (
+    CHARS_PER_TOKEN,
+    MESSAGE_OVERHEAD_TOKENS,
+    NOT_FOUND_REPLY,
+    NUM_CTX_MIN,
+    REWRITE_MAX_TOKENS,
+    REWRITE_SYSTEM_PROMPT,
+    REWRITE_TEMPLATE,
+    SOURCE_TEMPLATE,
+    SOURCES_HEADER,
+    SYSTEM_PROMPT,
+    USER_TEMPLATE,
+    Prompt,
+    bound_history,
+    build_prompt,
+    estimate_tokens,
+    heuristic_standalone,
+    looks_like_follow_up,
+    num_ctx_for,
+    render_source,
+    rewrite_question,
+)
+
+# Old names kept for callers outside rag_core (benchmarks/answer_latency.py uses both).
+sentence_spans = quotable_spans
+_messages = chat_messages
+
+__all__ = [
+    "CHARS_PER_TOKEN", "EXTRACTIVE_LABEL", "EXTRACTIVE_MARGIN", "EXTRACTIVE_MAX_CHARS", "EXTRACTIVE_PASSAGES",
+    "EXTRACTIVE_SENTENCES", "MESSAGE_OVERHEAD_TOKENS", "MODEL_FAILED", "MODE_EXTRACTIVE", "MODE_LLM", "MODE_NOT_FOUND",
+    "NOTICE_EMPTY", "NOTICE_FALLBACK", "NOTICE_LENGTH", "NOTICE_NOT_IN_SOURCES", "NOTICE_NOT_RELEVANT",
+    "NOTICE_NO_LLM", "NOTICE_NO_MODEL", "NOTICE_STOPPED", "NOTICE_UNEXPECTED", "NOTICE_UNSUPPORTED", "NOT_FOUND_REPLY",
+    "NUM_CTX_MIN", "REWRITE_MAX_TOKENS", "REWRITE_SYSTEM_PROMPT", "REWRITE_TEMPLATE", "SOURCES_HEADER",
+    "SOURCE_TEMPLATE", "SYSTEM_PROMPT", "USER_TEMPLATE", "Answer", "AnswerStream", "ChatBackend", "Prompt",
+    "ThinkFilter", "answer", "backend_for", "bound_history", "build_prompt", "chat_messages", "chat_model",
+    "estimate_tokens", "extractive_answer", "heuristic_standalone", "is_refusal", "looks_like_follow_up",
+    "num_ctx_for", "quotable_spans", "render_source", "rewrite_question", "sentence_spans", "start_answer",
+    "strip_thinking", "tidy_answer_text",
+]

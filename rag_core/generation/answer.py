@@ -1,0 +1,289 @@
+"""Question -> grounded Answer: rewrite follow-ups, retrieve, budget the prompt, stream from a chat model (Ollama by
+default) or quote the documents, then check every citation against its passage."""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import citations as cites
+from ..config import Settings
+from ..errors import DocChatError, LLMError, LLMTimeout, StreamInterrupted
+from ..evidence import verify_answer
+from ..models import Answer, Passage
+from ..retrieval import embed_queries, retrieve
+from ..text import is_refusal
+from .chat import LENGTH, STOP, ChatBackend, ThinkFilter, backend_for, chat_messages
+from .extractive import EXTRACTIVE_PASSAGES, extractive_answer, tidy_answer_text
+from .prompt import (
+    NOT_FOUND_REPLY,
+    Prompt,
+    bound_history,
+    build_prompt,
+    heuristic_standalone,
+    looks_like_follow_up,
+    rewrite_question,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from langchain_core.language_models import BaseChatModel
+
+    from ..library import Library
+
+log = logging.getLogger(__name__)
+
+NOTICE_NO_LLM = ("Extractive answer: these are the most relevant sentences quoted from your documents; "
+                 "no language model was used.")
+NOTICE_NO_MODEL = ("Extractive answer: no language model is configured, so these are the most relevant sentences "
+                   "quoted from your documents. Set DOCCHAT_OLLAMA_MODEL (e.g. llama3.2:3b) to get written answers.")
+NOTICE_FALLBACK = ("{error} Meanwhile, here are the most relevant sentences quoted from your documents "
+                   "(extractive answer).")
+NOTICE_NOT_RELEVANT = ("None of your documents seems to cover this question, so no answer was made up. "
+                       "Try rephrasing it, widen the document scope, or add a document that covers it.")
+NOTICE_EMPTY = ("There are no documents to search yet. Add files on the Library page (or with `ingest`), "
+                "then ask again.")
+NOTICE_NOT_IN_SOURCES = ("The model found no answer in the retrieved passages, so it did not make one up. "
+                         "Try rephrasing the question, or add a document that covers it.")
+NOTICE_UNSUPPORTED = ("Careful: no sentence of this answer could be matched to a passage of your documents, so it may "
+                      "not come from them. Check the sources beside it, or rephrase the question.")
+NOTICE_LENGTH = "The answer reached its length limit (DOCCHAT_ANSWER_TOKENS) and was cut off."
+NOTICE_STOPPED = "The answer was stopped before it finished."
+NOTICE_UNEXPECTED = ("Something unexpected went wrong while answering; nothing was changed in your library. "
+                     "Try again, and if it keeps happening, restart DocChat.")
+
+MODE_LLM = "ollama"  # Answer.mode of an answer written by the chat model (any model: the name predates the choice)
+MODE_EXTRACTIVE = "extractive"
+MODE_NOT_FOUND = "not_found"
+
+
+class AnswerStream:
+    """Iterate to get the answer's text deltas as they stream; `answer` is set when iteration ends.
+
+    `chat_model` is any LangChain chat model; without one, answers come from the ChatOllama of the settings
+    (DOCCHAT_OLLAMA_MODEL), or are extractive when none is configured or `use_llm` is False."""
+
+    def __init__(self, library: Library, question: str, settings: Settings,
+                 history: Iterable[tuple[str, str]] = (), doc_ids: list[str] | None = None,
+                 owners: list[str | None] | None = None, use_llm: bool = True, k: int | None = None,
+                 chat_model: BaseChatModel | None = None) -> None:
+        self.library = library
+        self.question = question
+        self.settings = settings
+        self.history = list(history or ())
+        self.doc_ids = None if doc_ids is None else list(doc_ids)
+        self.owners = None if owners is None else list(owners)
+        self.use_llm = use_llm
+        self.k = k or settings.top_k
+        self.chat_model = chat_model
+        self.answer: Answer | None = None
+        self.passages: list[Passage] = []
+        self.prompt: Prompt | None = None
+        self.timings: dict[str, float] = {}
+        self._standalone = question
+        self._gen: Iterator[str] | None = None
+        self._t0 = time.perf_counter()
+
+    def __iter__(self) -> Iterator[str]:
+        # Always the same generator: st.write_stream calls iter() once to check, then again to loop.
+        if self._gen is None:
+            self._gen = self._run()
+        return self._gen
+
+    def close(self) -> None:
+        """Stop early (closes the HTTP stream); `answer` keeps the partial text, marked incomplete."""
+        if self._gen is not None and hasattr(self._gen, "close"):
+            self._gen.close()
+
+    # -- helpers -------------------------------------------------------------
+    @property
+    def writes_with_llm(self) -> bool:
+        """True when a chat model is to write the answer (a given one, or a configured Ollama model)."""
+        return self.use_llm and (self.chat_model is not None or bool((self.settings.ollama_model or "").strip()))
+
+    def _mark(self, name: str, since: float) -> float:
+        now = time.perf_counter()
+        self.timings[name] = round((now - since) * 1000, 2)
+        return now
+
+    def _finish(self, text: str, mode: str, **kw: Any) -> Answer:
+        self.timings.setdefault("total", round((time.perf_counter() - self._t0) * 1000, 2))
+        extra: dict[str, Any] = {"timings": dict(self.timings)}
+        if self.prompt is not None:
+            extra.update(num_ctx=self.prompt.num_ctx, prompt_tokens=self.prompt.tokens, dropped=self.prompt.dropped)
+        extra.update(kw.pop("extra", {}))
+        tidy = tidy_answer_text(text, mode)  # before verification: its offsets must index the final text
+        if tidy != text:
+            extra.setdefault("raw_text", text)
+        answer = Answer(text=tidy, mode=mode, passages=tuple(self.passages), question=self.question,
+                        standalone_question=self._standalone, extra=extra, **kw)
+        if mode != MODE_NOT_FOUND and tidy.strip() and answer.passages:
+            # Check every [n] against its passage; uncited sentences get a matched source when one backs them.
+            t = time.perf_counter()
+            answer = verify_answer(answer, self.library.embedder)
+            self.timings["verify"] = round((time.perf_counter() - t) * 1000, 2)
+            if (mode == MODE_LLM and not answer.incomplete
+                    and answer.extra.get("evidence", {}).get("supported_claims") == 0):
+                answer = replace(answer, notice=NOTICE_UNSUPPORTED)
+        self.answer = answer
+        return answer
+
+    # -- the pipeline --------------------------------------------------------
+    def _run(self) -> Iterator[str]:
+        partial: list[str] = []
+        mode = MODE_LLM if self.writes_with_llm else MODE_EXTRACTIVE
+        try:
+            yield from self._pipeline(partial)
+        except DocChatError as e:  # e.g. the library is busy or the vector database is unreachable
+            log.info("Answering failed: %s", e)
+            self._finish("".join(partial), mode, incomplete=True, notice=str(e))
+        except Exception:  # noqa: BLE001 - logged with its traceback; the user gets one sentence
+            log.exception("Unexpected failure while answering %r", self.question)
+            self._finish("".join(partial), mode, incomplete=True, notice=NOTICE_UNEXPECTED)
+        finally:
+            if self.answer is None:  # the consumer stopped iterating (GeneratorExit)
+                self._finish("".join(partial), mode, incomplete=True, notice=NOTICE_STOPPED)
+
+    def _pipeline(self, partial: list[str]) -> Iterator[str]:
+        s, lib = self.settings, self.library
+        chat = backend_for(s, self.chat_model) if self.writes_with_llm else None
+        history = bound_history(self.history, s.history_tokens)
+        llm_error: LLMError | None = None
+        t = time.perf_counter()
+        if history and (chat or looks_like_follow_up(self.question)):
+            if chat:
+                try:
+                    self._standalone = rewrite_question(self.question, history, s, chat=chat)
+                except LLMError as e:
+                    log.info("Question rewrite failed (%s); using the heuristic", e)
+                    llm_error = e
+                    self._standalone = heuristic_standalone(self.question, history)
+            else:
+                self._standalone = heuristic_standalone(self.question, history)
+            t = self._mark("rewrite", t)
+        query = self._standalone
+
+        vectors = embed_queries(lib.store, [query])[0]  # embedded once: for the relevance check and retrieval
+        qvec = np.asarray(vectors.dense, dtype=np.float32)
+        t = self._mark("embed_query", t)
+        best = lib.store.query(vectors.dense, None, 1, self.doc_ids, self.owners) if self.doc_ids != [] else []
+        relevance = best[0].score if best else None
+        t = self._mark("relevance_search", t)
+        self.passages = retrieve(lib.store, query, self.k, self.doc_ids, self.owners, vectors=vectors)
+        t = self._mark("retrieve", t)
+
+        if not self.passages or relevance is None:
+            empty = not lib.documents(self.owners)
+            self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance,
+                         notice=NOTICE_EMPTY if empty else NOTICE_NOT_RELEVANT)
+            yield NOT_FOUND_REPLY
+            return
+        if relevance < s.min_relevance:
+            log.info("Best passage cosine %.3f < %.3f: not in the documents", relevance, s.min_relevance)
+            self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance, notice=NOTICE_NOT_RELEVANT)
+            yield NOT_FOUND_REPLY
+            return
+
+        if chat is None or llm_error is not None:
+            notice = (NOTICE_FALLBACK.format(error=str(llm_error)) if llm_error
+                      else NOTICE_NO_LLM if not self.use_llm else NOTICE_NO_MODEL)
+            yield from self._extractive(qvec, relevance, notice, llm_error)
+            return
+
+        self.prompt = build_prompt(query, self.passages, s)
+        t = self._mark("prompt_build", t)
+        yield from self._stream_llm(chat, qvec, relevance, partial, t)
+
+    def _extractive(self, qvec: np.ndarray, relevance: float, notice: str,
+                    fault: LLMError | None = None) -> Iterator[str]:
+        t = time.perf_counter()
+        text, citations = extractive_answer(qvec, self.passages, self.library.embedder)
+        self._mark("extractive", t)
+        self._finish(text, MODE_EXTRACTIVE, citations=citations, relevance=relevance, notice=notice,
+                     context_passages=min(EXTRACTIVE_PASSAGES, len(self.passages)),
+                     extra={"fault": type(fault).__name__} if fault else {})
+        yield text
+
+    def _stream_llm(self, chat: ChatBackend, qvec: np.ndarray, relevance: float, partial: list[str],
+                    t: float) -> Iterator[str]:
+        s, prompt = self.settings, self.prompt
+        assert prompt is not None
+        think = ThinkFilter()
+        done_reason: str | None = None
+        fault: LLMError | None = None
+        stream = None
+        try:
+            stream = chat.model.stream(chat_messages(prompt.system, prompt.user),
+                                       **chat.call_kwargs(prompt.num_ctx, s.answer_tokens))
+            for chunk in stream:
+                done_reason = chat.end_reason(chunk) or done_reason
+                delta = think.feed(chunk.content if isinstance(chunk.content, str) else "")
+                if delta:
+                    if not partial:
+                        self._mark("first_token", self._t0)
+                    partial.append(delta)
+                    yield delta
+            tail = think.flush()
+            if tail:
+                partial.append(tail)
+                yield tail
+            if done_reason is None and chat.requires_end:
+                fault = StreamInterrupted()  # the stream ended without Ollama's final "done" line
+            elif done_reason is None:
+                done_reason = STOP  # other chat models may not say why they stopped: the stream ended normally
+        except LLMError as e:
+            fault = e
+        except DocChatError:
+            raise
+        except Exception as e:  # noqa: BLE001 - transport/model errors become a friendly notice, never a traceback
+            fault = chat.translate(e)
+            if chat.is_unexpected(fault):
+                log.exception("Unexpected failure while streaming from %s", chat.name)
+            else:
+                log.info("%s stream failed: %s: %s", chat.name, type(e).__name__, e)
+        finally:
+            if stream is not None and hasattr(stream, "close"):
+                stream.close()
+        self._mark("llm", t)
+
+        if fault is not None and not partial:  # nothing streamed yet: answer extractively instead
+            yield from self._extractive(qvec, relevance, NOTICE_FALLBACK.format(error=str(fault)), fault)
+            return
+        raw = "".join(partial)
+        resolved = cites.resolve(raw, prompt.passages)
+        common: dict[str, Any] = dict(
+            relevance=relevance, context_passages=len(prompt.passages), invalid_markers=len(resolved.invalid),
+            extra={"raw_text": raw, "done_reason": done_reason, "model": chat.name})
+        if fault is not None:
+            notice = str(fault)
+            if isinstance(fault, LLMTimeout):
+                notice += " The answer below is incomplete."
+            self._finish(resolved.text, MODE_LLM, citations=resolved.citations, incomplete=True, notice=notice,
+                         **common)
+        elif not resolved.citations and is_refusal(raw):
+            self._finish(resolved.text, MODE_NOT_FOUND, notice=NOTICE_NOT_IN_SOURCES, **common)
+        elif done_reason == LENGTH:
+            self._finish(resolved.text, MODE_LLM, citations=resolved.citations, incomplete=True,
+                         notice=NOTICE_LENGTH, **common)
+        else:
+            self._finish(resolved.text, MODE_LLM, citations=resolved.citations, **common)
+
+
+def start_answer(library: Library, question: str, settings: Settings, history: Sequence[tuple[str, str]] = (),
+                 doc_ids: list[str] | None = None, owners: list[str | None] | None = None,
+                 use_llm: bool = True, k: int | None = None, chat_model: BaseChatModel | None = None) -> AnswerStream:
+    """Rewrite follow-ups, retrieve, then stream an answer from `chat_model` (default: Ollama per the settings), or
+    an extractive one without a model."""
+    return AnswerStream(library, question, settings, history, doc_ids, owners, use_llm, k, chat_model)
+
+
+def answer(library: Library, question: str, settings: Settings, **kwargs: Any) -> Answer:
+    """Non-streaming convenience: run the whole stream and return the Answer (same arguments as start_answer)."""
+    stream = start_answer(library, question, settings, **kwargs)
+    for _ in stream:
+        pass
+    assert stream.answer is not None
+    return stream.answer

@@ -1,0 +1,383 @@
+"""The one interface the pages talk to: documents, add files, import Wikipedia, delete, ask, limits.
+
+Two implementations: `LocalWorkspace` (one person's library on this computer) and `DemoWorkspace` (one visitor of the
+hosted demo: their own documents plus the shared samples, with the demo's limits). The demo's rules live here and in
+`rag_core.sessions`, never in the pages: a page asks a `Workspace` and shows what it says.
+
+`Runtime` holds what one server process shares (library, ingest queue, demo hub) and hands each browser session its
+workspace; the Streamlit glue keeps one `Runtime` in `st.cache_resource`.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .config import Settings
+from .jobs import IngestQueue, JobView, Work
+from .models import Answer, DocumentInfo, Passage
+
+if TYPE_CHECKING:
+    from .embeddings import Embedder
+    from .library import Library
+    from .sessions import DemoHub, SessionLibrary
+
+log = logging.getLogger(__name__)
+
+OVERRIDABLE = ("ollama_host", "ollama_model", "top_k")  # what the Settings page may change for one session
+SERVER_ONLY = ("ollama_host", "ollama_model")  # in the hosted demo only the server decides these
+MB = 1024 * 1024
+
+
+class AnswerStreamLike(Protocol):
+    """What the chat page iterates: text pieces, then `answer` (None until finished), `close()` to stop early."""
+
+    def __iter__(self) -> Any: ...
+
+    @property
+    def answer(self) -> Answer | None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one person may add: the largest file, and (in the demo) how much of their quota is used."""
+
+    max_file_mb: int
+    usage_line: str | None = None  # one sentence, e.g. "Your demo space: 2 of 10 documents, …"; None = no quota
+
+
+def plural(n: int | None, word: str) -> str:
+    """"1 page", "3 pages"."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _size(n: int) -> str:
+    return f"{n / MB:.1f} MB" if n >= MB or n == 0 else f"{max(1, round(n / 1024))} KB"
+
+
+class Workspace:
+    """What a page can do, for one browser session; subclasses decide whose documents and which limits apply."""
+
+    #: One plain sentence or two shown as a banner on every page (None: no banner).
+    banner: str | None = None
+    #: A line under the Library page title.
+    intro: str = ""
+    #: A suggested first question, shown on an empty chat (None: none).
+    hint: str | None = None
+    #: True when the person may choose the Ollama address and model on the Settings page.
+    model_choice: bool = True
+    #: How long changes on the Settings page last, in words.
+    settings_lifetime: str = "until you close this browser tab"
+
+    def __init__(self, settings: Settings, queue: IngestQueue, owner: str | None) -> None:
+        self.settings = settings
+        self.queue = queue
+        self.owner = owner
+
+    # -- documents ---------------------------------------------------------------
+    def documents(self) -> list[DocumentInfo]:
+        """The documents this person sees, newest first."""
+        raise NotImplementedError
+
+    def is_read_only(self, doc: DocumentInfo) -> bool:
+        """True for a document this person may read but not delete (the demo's shared samples)."""
+        return False
+
+    def has_own_articles(self, docs: Iterable[DocumentInfo]) -> bool:
+        """True when some of `docs` are Wikipedia articles this person imported (and may check for updates)."""
+        return any(d.kind == "wikipedia" and not self.is_read_only(d) for d in docs)
+
+    def delete(self, doc_id: str) -> DocumentInfo:
+        """Delete one document with its chunks and saved original (SampleReadOnly / DocumentNotFound)."""
+        raise NotImplementedError
+
+    def original(self, doc_id: str) -> bytes | None:
+        """The saved PDF of a visible document (to show a cited page), or None."""
+        raise NotImplementedError
+
+    def limits(self) -> Limits:
+        """The largest file accepted and, in the demo, how much of the quota is used."""
+        return Limits(self.settings.max_upload_mb)
+
+    # -- adding (in the background queue) -------------------------------------------
+    def _submit(self, label: str, work: Work, kind: str) -> str:
+        return self.queue.submit(label, work, owner=self.owner, kind=kind)
+
+    def add_file(self, data: bytes, file_name: str) -> str:
+        """Queue one uploaded file; returns the job id (LimitReached at once when a demo limit is hit)."""
+        raise NotImplementedError
+
+    def import_wikipedia(self, title: str, lang: str = "en") -> str:
+        """Queue one Wikipedia article import; returns the job id (LimitReached at once when full)."""
+        raise NotImplementedError
+
+    def refresh_wikipedia(self) -> str:
+        """Queue a check of this person's imported articles against Wikipedia; returns the job id."""
+        raise NotImplementedError
+
+    def search_wikipedia(self, words: str, lang: str = "en", limit: int = 8) -> list[Any]:
+        """Wikipedia's search results for `words` (WikiHit objects)."""
+        from .wikipedia import search
+
+        return list(search(self.settings, words, lang=lang, limit=limit))
+
+    def jobs(self, job_ids: Iterable[str]) -> list[JobView]:
+        """Snapshots of this person's jobs, in the order asked."""
+        return [j for j in self.queue.jobs(job_ids) if j.owner == self.owner]
+
+    def active_jobs(self) -> list[JobView]:
+        """This person's files still queued or being added, oldest first."""
+        return self.queue.active(self.owner)
+
+    def forget_jobs(self, job_ids: Iterable[str]) -> None:
+        """Drop finished jobs from the list."""
+        self.queue.forget([j.id for j in self.jobs(job_ids)])
+
+    # -- asking ----------------------------------------------------------------------
+    def ask(self, question: str, history: Sequence[tuple[str, str]] = (), doc_ids: Sequence[str] | None = None,
+            use_llm: bool = True) -> AnswerStreamLike:
+        """Start a streamed, cited answer from this person's documents."""
+        raise NotImplementedError
+
+    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Passage]:
+        """Top-k passages from this person's documents."""
+        raise NotImplementedError
+
+    def model_toggle(self) -> bool:
+        """True when there is a language model the person may switch off (answers then quote the documents)."""
+        return True
+
+    def model_line(self, use_llm: bool) -> tuple[str, str] | None:
+        """("ok"|"warn", one calm sentence about who writes the answers), or None when the banner says it."""
+        from .llm import ollama_status
+
+        model = self.settings.ollama_model
+        if not use_llm:
+            return "ok", "Answers quote your documents directly (the language model is switched off in Settings)."
+        status = ollama_status(self.settings)
+        if not status.reachable:
+            return "warn", ("The language model (Ollama) is not running, so answers quote your documents directly. "
+                            "See Settings to set it up.")
+        if not status.has_model(model):
+            return "warn", (f"The model “{model}” is not installed in Ollama yet, so answers quote your documents "
+                            "directly. You can download it in Settings.")
+        return "ok", f"Answers are written by {model} from your documents, with sources beside each reply."
+
+
+class LocalWorkspace(Workspace):
+    """One person's library on their own computer: every document, no quotas."""
+
+    intro = ("DocChat answers from the documents you add here. Files are read on this computer and stay in your "
+             "library.")
+
+    def __init__(self, library: Library, queue: IngestQueue, settings: Settings | None = None) -> None:
+        super().__init__(settings or library.settings, queue, owner=None)
+        self.library = library
+
+    def documents(self) -> list[DocumentInfo]:
+        """Every document in the library, newest first."""
+        return self.library.documents()
+
+    def delete(self, doc_id: str) -> DocumentInfo:
+        """Delete a document, its chunks and its saved original."""
+        return self.library.delete(doc_id)
+
+    def original(self, doc_id: str) -> bytes | None:
+        """The saved PDF of a document, or None."""
+        return self.library.original(doc_id)
+
+    def add_file(self, data: bytes, file_name: str) -> str:
+        """Queue one uploaded file (its size is checked by the library before any work)."""
+        library = self.library
+
+        def work(progress: Any) -> Any:
+            return library.ingest_bytes(data, file_name, progress=progress)
+
+        return self._submit(file_name, work, "file")
+
+    def import_wikipedia(self, title: str, lang: str = "en") -> str:
+        """Queue one article import."""
+        from .wikipedia import import_article
+
+        library, settings = self.library, self.settings
+
+        def work(progress: Any) -> Any:
+            return import_article(library, settings, title, lang=lang, progress=progress)
+
+        return self._submit(f"{title} (Wikipedia)", work, "wikipedia")
+
+    def refresh_wikipedia(self) -> str:
+        """Queue a check of every imported article."""
+        from .wikipedia import refresh
+
+        library, settings = self.library, self.settings
+
+        def work(progress: Any) -> Any:
+            return refresh(library, settings, progress=progress)
+
+        return self._submit("Wikipedia articles", work, "refresh")
+
+    def ask(self, question: str, history: Sequence[tuple[str, str]] = (), doc_ids: Sequence[str] | None = None,
+            use_llm: bool = True) -> AnswerStreamLike:
+        """Stream an answer written by the configured model (or quoted, without one)."""
+        from .generation import start_answer
+
+        return start_answer(self.library, question, self.settings, history=history,
+                            doc_ids=None if doc_ids is None else list(doc_ids), use_llm=use_llm,
+                            k=self.settings.top_k)
+
+    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Passage]:
+        """Top-k passages from the whole library (or the chosen documents)."""
+        return self.library.search(query, k, doc_ids)
+
+
+class DemoWorkspace(Workspace):
+    """One visitor of the hosted demo: their own documents and the shared samples, within the demo's limits."""
+
+    model_choice = False
+    settings_lifetime = "for this browser session"
+
+    def __init__(self, session: SessionLibrary, queue: IngestQueue) -> None:
+        super().__init__(session.settings, queue, owner=session.session_id)
+        self.session = session
+        from .sessions import demo_banner
+
+        self.banner = demo_banner(self.settings)
+        self.intro = ("DocChat answers from the shared sample documents and the files you add here. What you add is "
+                      "private to this browser session and is deleted after "
+                      f"{plural(self.settings.demo_session_idle_minutes, 'minute')} without activity.")
+        self.hint = ("Everyone can try the shared sample documents, for example: “What does the Zen of Python say "
+                     "about errors?” Add your own files on the Library page.")
+
+    def documents(self) -> list[DocumentInfo]:
+        """Own documents and the shared samples, newest first."""
+        return self.session.documents()
+
+    def is_read_only(self, doc: DocumentInfo) -> bool:
+        """The shared samples are read-only."""
+        from .sessions import SHARED_OWNER
+
+        return doc.owner == SHARED_OWNER
+
+    def delete(self, doc_id: str) -> DocumentInfo:
+        """Delete one of this visitor's own documents (SampleReadOnly for a sample)."""
+        return self.session.delete(doc_id)
+
+    def original(self, doc_id: str) -> bytes | None:
+        """The saved PDF of a document this visitor may see, or None."""
+        return self.session.original(doc_id)
+
+    def limits(self) -> Limits:
+        """The demo's per-file limit and this visitor's quota use."""
+        s = self.settings
+        u = self.session.usage()
+        per_file = min(s.max_upload_mb, s.demo_max_file_mb)
+        line = (f"Your demo space: {u.files} of {plural(u.max_files, 'document')}, {_size(u.bytes)} of "
+                f"{u.max_bytes // MB} MB used; files up to {per_file} MB each; "
+                f"{plural(u.max_questions_per_minute, 'question')} a minute.")
+        return Limits(per_file, line)
+
+    def add_file(self, data: bytes, file_name: str) -> str:
+        """Check and reserve room now (LimitReached at once), then queue the file."""
+        work = self.session.upload_work(data, file_name)
+        return self._submit(file_name, work, "file")
+
+    def import_wikipedia(self, title: str, lang: str = "en") -> str:
+        """Check room now (LimitReached at once), then queue the import."""
+        session = self.session
+        session.check_room(title)
+
+        def work(progress: Any) -> Any:
+            return session.import_wikipedia(title, lang, progress)
+
+        return self._submit(f"{title} (Wikipedia)", work, "wikipedia")
+
+    def refresh_wikipedia(self) -> str:
+        """Queue a check of this visitor's own articles (never the samples)."""
+        session = self.session
+
+        def work(progress: Any) -> Any:
+            return session.refresh_wikipedia(progress)
+
+        return self._submit("Wikipedia articles", work, "refresh")
+
+    def ask(self, question: str, history: Sequence[tuple[str, str]] = (), doc_ids: Sequence[str] | None = None,
+            use_llm: bool = True) -> AnswerStreamLike:
+        """Count the question against the rate limit (LimitReached), then stream an answer."""
+        return self.session.start_answer(question, history=history, doc_ids=doc_ids, k=self.settings.top_k,
+                                         use_llm=use_llm)
+
+    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Passage]:
+        """Top-k passages from own and shared documents."""
+        return self.session.search(query, k, doc_ids)
+
+    def model_line(self, use_llm: bool) -> tuple[str, str] | None:
+        """None: the demo banner already says who writes the answers."""
+        return None
+
+    def model_toggle(self) -> bool:
+        """True when the demo has a model a visitor may switch off."""
+        from .sessions import llm_mode
+
+        return llm_mode(self.settings) == "remote"
+
+
+def session_settings(base: Settings, overrides: Mapping[str, Any]) -> Settings:
+    """Settings for one browser session: `base` plus what the person changed on the Settings page.
+
+    In the hosted demo a visitor's Ollama host and model are ignored: the server never calls a host a visitor chose.
+    """
+    allowed = [k for k in OVERRIDABLE if not (base.mode == "demo" and k in SERVER_ONLY)]
+    changes = {k: v for k, v in overrides.items() if k in allowed and v is not None}
+    return base.with_overrides(**changes) if changes else base
+
+
+def runtime_key(settings: Settings) -> tuple:
+    """What identifies a runtime: where the library is stored, how it is embedded, and the mode."""
+    return (str(settings.data_dir.resolve()), settings.qdrant_url, settings.collection, settings.embedding_model,
+            settings.mode)
+
+
+class Runtime:
+    """What one server process shares between browser sessions: the library, the ingest queue and (demo) the hub."""
+
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, load_samples: bool = True) -> None:
+        from .library import Library
+
+        self.settings = settings
+        self.library: Library = Library(settings, embedder=embedder)
+        self.queue = IngestQueue(self.library)
+        self.hub: DemoHub | None = None
+        if settings.mode == "demo":
+            from .sessions import DemoHub
+
+            self.hub = DemoHub(self.library, settings)
+            if load_samples:
+                self.hub.load_samples()
+            self.hub.start_janitor()
+
+    def new_session_key(self) -> str:
+        """A fresh, unguessable id for one browser session (the demo keys its private library by it)."""
+        from .sessions import new_session_id
+
+        return new_session_id()
+
+    def workspace(self, session_key: str, overrides: Mapping[str, Any] | None = None,
+                  base: Settings | None = None) -> Workspace:
+        """The workspace of one browser session (its id from `new_session_key`), with its Settings-page changes on
+        top of `base` (the settings as read now; default: those the runtime started with)."""
+        if self.hub is not None:
+            return DemoWorkspace(self.hub.session(session_key), self.queue)
+        return LocalWorkspace(self.library, self.queue, session_settings(base or self.settings, overrides or {}))
+
+    def close(self) -> None:
+        """Stop background threads and release the library."""
+        if self.hub is not None:
+            self.hub.stop_janitor()
+        self.queue.close()
+        self.library.close()
+
+

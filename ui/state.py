@@ -1,0 +1,144 @@
+"""Streamlit glue for the pages: settings, the process-wide runtime, this session's workspace, notices.
+
+Nothing here knows demo from local: `rag_core.workspace` decides that. The pages call `workspace()` and show what it
+says.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import streamlit as st
+
+from rag_core.config import Settings, load_settings
+from rag_core.errors import DocChatError, SettingsError
+from rag_core.workspace import OVERRIDABLE, runtime_key, session_settings
+
+if TYPE_CHECKING:  # imported lazily: loading them takes seconds, and the page paints first
+    from rag_core.embeddings import Embedder
+    from rag_core.workspace import Runtime, Workspace
+
+log = logging.getLogger(__name__)
+
+# Session-state keys shared by the pages.
+TURNS = "chat_turns"  # list[dict]: {"id", "role", "text", "answer": Answer | None, "error": str | None}
+OVERRIDES = "settings_overrides"  # dict of Settings fields changed on the Settings page (this session only)
+PREFS = "prefs"  # dict of UI choices: "use_llm", "scope_default"
+UPLOAD_JOBS = "upload_jobs"  # list of ingest job ids submitted by this session
+SESSION_KEY = "session_key"  # this browser session's id (the hosted demo keys its private library by it)
+NOTICES = "page_notices"  # list of (kind, sentence) shown on the Library page until dismissed or replaced
+
+DEFAULT_PREFS: dict[str, Any] = {"use_llm": True, "scope_default": "all"}
+
+
+def _secrets() -> dict | None:
+    try:
+        return dict(st.secrets) if st.secrets else None
+    except FileNotFoundError:  # no secrets.toml: the normal local case
+        return None
+    except Exception as e:  # noqa: BLE001 - a malformed secrets.toml must not stop the app; env settings still apply
+        log.warning("Ignoring unreadable Streamlit secrets: %s", type(e).__name__)
+        return None
+
+
+def base_settings() -> Settings:
+    """Settings from the environment (and st.secrets), without this session's changes; an invalid value stops the
+    page with one sentence naming the variable and the allowed range."""
+    try:
+        return load_settings(secrets=_secrets())
+    except SettingsError as e:
+        st.error(str(e), icon=":material/error:")
+        st.stop()
+        raise  # unreachable: st.stop() ends the run
+
+
+def get_settings() -> Settings:
+    """Settings for this session: the base settings plus what the person changed on the Settings page."""
+    return session_settings(base_settings(), st.session_state.get(OVERRIDES, {}))
+
+
+def set_override(name: str, value: Any) -> None:
+    """Change one setting for this session (None restores the default)."""
+    if name not in OVERRIDABLE:
+        raise KeyError(name)
+    overrides = dict(st.session_state.get(OVERRIDES, {}))
+    if value is None:
+        overrides.pop(name, None)
+    else:
+        overrides[name] = value
+    st.session_state[OVERRIDES] = overrides
+
+
+def prefs() -> dict[str, Any]:
+    """This session's UI choices (answer with the LLM, default scope)."""
+    return {**DEFAULT_PREFS, **st.session_state.get(PREFS, {})}
+
+
+def set_pref(name: str, value: Any) -> None:
+    """Remember one UI choice for this session."""
+    st.session_state[PREFS] = {**st.session_state.get(PREFS, {}), name: value}
+
+
+@st.cache_resource(show_spinner="Loading the language understanding model…")
+def _embedder(model_name: str) -> Embedder:
+    from rag_core.embeddings import Embedder
+
+    return Embedder(model_name)
+
+
+def _release(rt: Runtime) -> None:
+    rt.close()
+
+
+@st.cache_resource(show_spinner="Opening your document library…", on_release=_release)
+def _runtime(key: tuple, _settings: Settings) -> Runtime:
+    from rag_core.workspace import Runtime
+
+    return Runtime(_settings, embedder=_embedder(_settings.embedding_model))
+
+
+def runtime() -> Runtime:
+    """The runtime shared by every session of this server process (library, ingest queue, demo hub); a library
+    that cannot be opened stops the page with its one sentence (e.g. another DocChat already has it open)."""
+    settings = base_settings()
+    try:
+        return _runtime(runtime_key(settings), settings)
+    except DocChatError as e:
+        st.error(str(e), icon=":material/error:")
+        st.stop()
+        raise  # unreachable: st.stop() ends the run
+
+
+def reset_runtime() -> None:
+    """Close the shared runtime and forget it; the next page run opens a new one with the current settings."""
+    _runtime.clear()
+
+
+def workspace() -> Workspace:
+    """This browser session's workspace: what it may see, add, delete and ask."""
+    rt = runtime()
+    key = st.session_state.get(SESSION_KEY)
+    if key is None:
+        key = st.session_state[SESSION_KEY] = rt.new_session_key()
+    return rt.workspace(key, st.session_state.get(OVERRIDES, {}), base=base_settings())
+
+
+def add_notice(text: str, kind: str = "warning") -> None:
+    """Keep a sentence to show until it is dismissed or the person does something new (for messages raised in a
+    callback or just before st.rerun, which a plain st.warning would not survive)."""
+    st.session_state[NOTICES] = st.session_state.get(NOTICES, []) + [(kind, text)]
+
+
+def notices() -> list[tuple[str, str]]:
+    """The kept sentences, oldest first."""
+    return list(st.session_state.get(NOTICES, []))
+
+
+def clear_notices() -> None:
+    """Forget the kept sentences (a new action starts, or the person dismissed them)."""
+    st.session_state.pop(NOTICES, None)
+
+
+def remember_job(job_id: str) -> None:
+    """Keep a job id so the Library page follows its progress."""
+    st.session_state[UPLOAD_JOBS] = st.session_state.get(UPLOAD_JOBS, []) + [job_id]
