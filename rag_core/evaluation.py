@@ -6,13 +6,13 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Settings
 from .embeddings import LEXICAL_VERSION
-from .models import Document, Passage, Section, SourceMeta
+from .models import Document, Passage, Progress, Section, SourceMeta
 from .retrieval import DEFAULT_METHOD, METHODS, QueryVectors, embed_queries, retrieve
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,6 @@ DATASET_FILES = {
 K_EVAL = 10  # passages fetched per question: MRR@10 needs the top 10
 FAILURE_TOP = 5  # passages shown for each failed question
 
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import DocChatError
+from .models import Progress
 
 if TYPE_CHECKING:  # the library pulls in Qdrant and the model: pages import this module before painting
     from .library import IngestResult, Library
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str, int, int], None]
 Work = Callable[[Progress], Any]  # returns a result with .status and .error (IngestResult, WikiImportResult, ...)
 STAGES = ("reading", "chunking", "embedding", "saving")
 STAGE_ALIASES = {"downloading": "reading"}  # Wikipedia imports download instead of reading a file

@@ -15,7 +15,7 @@ from .chunking import chunk_document
 from .config import Settings
 from .embeddings import Embedder
 from .errors import DocChatError, FileTooLarge, NoText
-from .loaders import load_bytes
+from .loaders import check_size, load_bytes
 from .models import Document, DocumentInfo, Passage
 from .originals import KINDS_KEPT, delete_original, load_original, save_original
 from .retrieval import retrieve
@@ -58,8 +58,7 @@ class Library:
     # -- ingest --------------------------------------------------------------
     def check_size(self, file_name: str, size: int) -> None:
         """FileTooLarge when a file of `size` bytes is over the upload limit (checked before any work)."""
-        if size > self.settings.max_upload_bytes:
-            raise FileTooLarge(file_name, self.settings.max_upload_mb)
+        check_size(file_name, size, self.settings)
 
     def ingest_document(self, doc: Document, owner: str | None = None, progress: Progress | None = None,
                         label: str | None = None, original: bytes | None = None) -> IngestResult:

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import bisect
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+#: A progress callback: (stage, done, total), e.g. ("embedding", 120, 354). Every long step takes one.
+Progress = Callable[[str, int, int], None]
 
 # Namespace for deterministic Qdrant point ids (uuid5 of "doc_id:index").
 _POINT_NS = uuid.UUID("6b1f3c1e-6a39-4c5e-9d55-8f0f1b5a2c11")

@@ -13,49 +13,37 @@ thread started by `start_janitor()` calls every minute.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import re
 import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from .config import Settings
+from .demo import DemoAnswerStream, llm_mode
 from .errors import DemoTrouble, DocChatError, DocumentNotFound, LimitReached, SampleReadOnly
-from .generation import AnswerStream, start_answer
+from .generation import start_answer
 from .library import IngestResult, Library, scoped_doc_id
 from .loaders import load_bytes
-from .models import Answer, Document, DocumentInfo, Passage, SourceMeta
+from .models import Answer, DocumentInfo, Passage
 from .retrieval import DEFAULT_METHOD, retrieve
+from .samples import SAMPLES_DIR, sample_document, sample_files
 from .store import Progress
-from .wikipedia import LICENSE, RefreshReport, WikiImportResult, article_url, import_article, refresh, split_sections
+from .wikipedia import RefreshReport, WikiImportResult, import_article, refresh
 
 log = logging.getLogger(__name__)
 
 SHARED_OWNER = "shared"  # owner of the read-only sample library
-SAMPLES_DIR = Path(__file__).resolve().parents[1] / "samples"
-SAMPLE_SUFFIXES = (".pdf", ".docx", ".txt", ".md", ".json")
 SESSION_PREFIX = "s-"
 _SESSION_RE = re.compile(r"^s-[A-Za-z0-9_-]{16,64}$")
 RATE_WINDOW_S = 60.0
 JANITOR_INTERVAL_S = 60.0
 MB = 1024 * 1024
-
-# Notices from generation.py that name server settings (OLLAMA_HOST, DOCCHAT_*, `ollama serve`, the host URL) are
-# advice for whoever runs DocChat, not for a demo visitor: they are replaced by these.
-DEMO_NOTICE_LLM_DOWN = ("The demo's AI model is not available right now, so these are the most relevant sentences "
-                        "quoted from the documents (extractive answer). Try again later for a written answer.")
-DEMO_NOTICE_LLM_STOPPED = ("The demo's AI model stopped before the answer was finished, so the answer below is "
-                           "incomplete. Ask again to retry.")
-DEMO_NOTICE_LENGTH = "The answer reached the demo's length limit and was cut off."
-_SERVER_HINTS = ("OLLAMA", "DOCCHAT_", "ollama serve", "ollama pull", "://", "Settings")
-
 
 def new_session_id() -> str:
     """A fresh unguessable session id (the UI keeps it in st.session_state)."""
@@ -69,43 +57,11 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
-def llm_mode(settings: Settings) -> str:
-    """"remote" when the demo has an Ollama host with an API key, else "extractive" (answers quote the documents)."""
-    return "remote" if settings.ollama_api_key and settings.ollama_host and settings.ollama_model else "extractive"
-
-
-def demo_banner(settings: Settings) -> str:
-    """One plain sentence or two for the demo banner: privacy, retention and which answer mode is active."""
-    privacy = (f"Public demo: the files you add are private to this browser session and are deleted after "
-               f"{settings.demo_session_idle_minutes} minutes without activity. Please don't upload confidential "
-               "documents.")
-    if llm_mode(settings) == "remote":
-        return f"{privacy} Answers are written by the AI model {settings.ollama_model} on the demo's server."
-    return (f"{privacy} No AI model is connected to this demo, so answers quote the most relevant sentences from "
-            "the documents (extractive mode).")
-
-
 def _safe_name(file_name: str) -> str:
     """The bare file name for messages: no folders, no control characters, at most 80 characters."""
     name = re.split(r"[\\/]", file_name or "")[-1]
     name = re.sub(r"[\x00-\x1f\x7f]", "", name).strip() or "file"
     return name if len(name) <= 80 else name[:77] + "…"
-
-
-def _public_answer(answer: Answer) -> Answer:
-    """The answer with any server-side advice in its notice replaced by a sentence meant for a demo visitor."""
-    notice = answer.notice
-    if not notice or not any(h in notice for h in _SERVER_HINTS):
-        return answer
-    if answer.mode == "extractive":
-        notice = DEMO_NOTICE_LLM_DOWN
-    elif answer.incomplete and "length limit" in notice:
-        notice = DEMO_NOTICE_LENGTH
-    elif answer.incomplete:
-        notice = DEMO_NOTICE_LLM_STOPPED
-    else:
-        notice = DEMO_NOTICE_LLM_DOWN
-    return replace(answer, notice=notice)
 
 
 # --------------------------------------------------------------------------- per-session bookkeeping
@@ -128,37 +84,6 @@ class Usage:
     max_bytes: int
     questions_last_minute: int
     max_questions_per_minute: int
-
-
-class DemoAnswerStream:
-    """An AnswerStream for a demo session: same iteration, but no server details or tracebacks ever leak."""
-
-    def __init__(self, inner: AnswerStream) -> None:
-        self._inner = inner
-
-    def __iter__(self) -> Iterator[str]:
-        try:
-            yield from self._inner
-        except DocChatError:
-            raise
-        except Exception as e:  # noqa: BLE001 - the visitor gets a sentence, the log gets the traceback
-            log.exception("Answering failed in a demo session")
-            raise DemoTrouble("answering your question") from e
-
-    @property
-    def answer(self) -> Answer | None:
-        """The finished answer (None until iteration ends)."""
-        a = self._inner.answer
-        return None if a is None else _public_answer(a)
-
-    @property
-    def passages(self) -> list[Passage]:
-        """The retrieved passages (own and shared documents only)."""
-        return self._inner.passages
-
-    def close(self) -> None:
-        """Stop early; `answer` keeps the partial text."""
-        self._inner.close()
 
 
 # --------------------------------------------------------------------------- the hub
@@ -265,13 +190,12 @@ class DemoHub:
         """Make the shared library hold exactly the files of `folder` (default: the bundled samples/): add new ones,
         keep unchanged ones, delete shared documents whose file is gone. Reads local files only, never the network."""
         folder = Path(folder) if folder is not None else SAMPLES_DIR
-        files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in SAMPLE_SUFFIXES
-                       and not p.name.upper().startswith("README")) if folder.is_dir() else []
+        files = sample_files(folder)
         results, keep = [], set()
         for path in files:
             try:
                 data = path.read_bytes()
-                doc = _sample_document(data, path.name, self.settings)
+                doc = sample_document(data, path.name, self.settings)
             except DocChatError as e:
                 log.warning("Sample %s was not loaded: %s", path.name, e)
                 results.append(IngestResult(path.name, "failed", error=str(e)))
@@ -519,28 +443,6 @@ class SessionLibrary:
         """Delete all of this session's documents (the shared samples stay); returns how many."""
         self._touch()
         return self._hub._purge_owner(self.session_id)
-
-
-# --------------------------------------------------------------------------- samples
-def _sample_document(data: bytes, file_name: str, settings: Settings) -> Document:
-    if file_name.lower().endswith(".json"):
-        return _recorded_wikipedia(data, file_name)
-    return load_bytes(data, file_name, settings)
-
-
-def _recorded_wikipedia(data: bytes, file_name: str) -> Document:
-    """A Document from a recorded MediaWiki prop=extracts response (plain text with == headings ==)."""
-    try:
-        page = next(iter(json.loads(data)["query"]["pages"].values()))
-        title, text, page_id = page["title"], page["extract"], int(page["pageid"])
-    except (ValueError, KeyError, StopIteration, TypeError) as e:
-        raise DocChatError(f"The sample “{file_name}” is not a recorded Wikipedia extract.") from e
-    lang = "en"
-    source = SourceMeta(file_name=title, title=title, kind="wikipedia",
-                        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), url=article_url(lang, title),
-                        license=LICENSE, lang=lang, page_id=page_id)
-    doc_id = "wp-sample-" + hashlib.sha256(f"{lang}:{page_id}:{source.sha256}".encode()).hexdigest()[:16]
-    return Document(doc_id=doc_id, text=text, sections=split_sections(text), source=source)
 
 
 def _timestamp(iso: str) -> float:

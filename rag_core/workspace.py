@@ -243,7 +243,7 @@ class DemoWorkspace(Workspace):
     def __init__(self, session: SessionLibrary, queue: IngestQueue) -> None:
         super().__init__(session.settings, queue, owner=session.session_id)
         self.session = session
-        from .sessions import demo_banner
+        from .demo import demo_banner
 
         self.banner = demo_banner(self.settings)
         self.intro = ("DocChat answers from the shared sample documents and the files you add here. What you add is "
@@ -320,7 +320,7 @@ class DemoWorkspace(Workspace):
 
     def model_toggle(self) -> bool:
         """True when the demo has a model a visitor may switch off."""
-        from .sessions import llm_mode
+        from .demo import llm_mode
 
         return llm_mode(self.settings) == "remote"
 

@@ -70,10 +70,15 @@ _ZIP_KINDS: tuple[tuple[str, str], ...] = (
 )
 
 
+def check_size(file_name: str, size: int, settings: Settings) -> None:
+    """FileTooLarge when a file of `size` bytes is over the upload limit: the one place that decides it."""
+    if size > settings.max_upload_bytes:
+        raise FileTooLarge(file_name, settings.max_upload_mb)
+
+
 def load_bytes(data: bytes, file_name: str, settings: Settings) -> Document:
     """Load an uploaded file's bytes into a Document, or raise an IngestError with a friendly message."""
-    if len(data) > settings.max_upload_bytes:
-        raise FileTooLarge(file_name, settings.max_upload_mb)
+    check_size(file_name, len(data), settings)
     if not data or data.isspace():
         raise EmptyFile(file_name)
     kind = sniff_kind(data, file_name)
@@ -104,8 +109,7 @@ def load_bytes(data: bytes, file_name: str, settings: Settings) -> Document:
 def load_file(path: str | Path, settings: Settings) -> Document:
     """Load a file from disk (size checked before reading); the file name is the path's last part."""
     path = Path(path)
-    if path.stat().st_size > settings.max_upload_bytes:
-        raise FileTooLarge(path.name, settings.max_upload_mb)
+    check_size(path.name, path.stat().st_size, settings)
     return load_bytes(path.read_bytes(), path.name, settings)
 
 

@@ -19,8 +19,8 @@ _PARA_END = ".!?:;\"”»)"
 
 
 @dataclass
-class Line:
-    """One MuPDF line (horizontal text), with its dominant font size and style."""
+class _Span:
+    """A box of text on a page with its dominant font size and weight."""
 
     x0: float
     y0: float
@@ -29,20 +29,19 @@ class Line:
     text: str
     size: float
     bold: bool
-    mono: bool
 
 
 @dataclass
-class Row:
+class Line(_Span):
+    """One MuPDF line (horizontal text), with its dominant font size and style."""
+
+    mono: bool = False
+
+
+@dataclass
+class Row(_Span):
     """The lines of a block that share a baseline, joined; `removed` marks a running header/footer."""
 
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    text: str
-    size: float
-    bold: bool
     cells: list[str] = field(default_factory=list)  # pieces separated by wide gaps (table cells)
     mono: bool = False  # monospaced (code): its line breaks are kept
     removed: bool = False

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import DocChatError, DocumentNotFound, WikipediaPageMissing
-from ..models import DocumentInfo
+from ..models import DocumentInfo, Progress
 from .client import Disambiguation, LatestRevision, WikipediaClient, client_session, fetch_article, latest_revisions
 from .documents import build_document, parse_article_ref
 
@@ -20,7 +19,6 @@ log = logging.getLogger(__name__)
 REMOVED_UPSTREAM = "removed upstream"  # registry flag set by refresh; the article is kept
 PAGEIDS_PER_REQUEST = 50  # the API's limit for anonymous clients
 
-Progress = Callable[[str, int, int], None]  # (stage, done, total), like rag_core.store.Progress
 
 
 # -- results -------------------------------------------------------------------

@@ -10,19 +10,12 @@ import pytest
 from ollama_server import OllamaServer, Reply
 
 from rag_core.config import Settings
+from rag_core.demo import DEMO_NOTICE_LLM_DOWN, demo_banner, llm_mode
 from rag_core.errors import DemoTrouble, DocumentNotFound, LimitReached, SampleReadOnly
 from rag_core.jobs import IngestQueue
 from rag_core.library import Library
-from rag_core.sessions import (
-    DEMO_NOTICE_LLM_DOWN,
-    SAMPLES_DIR,
-    SHARED_OWNER,
-    DemoHub,
-    check_session_id,
-    demo_banner,
-    llm_mode,
-    new_session_id,
-)
+from rag_core.samples import SAMPLES_DIR
+from rag_core.sessions import SHARED_OWNER, DemoHub, check_session_id, new_session_id
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 MODEL = "llama3.2:3b"
