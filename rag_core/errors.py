@@ -5,9 +5,11 @@ from __future__ import annotations
 class DocChatError(Exception):
     """Base class: str(error) is a friendly sentence for the user."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, **details: object) -> None:
         super().__init__(message)
         self.message = message
+        for name, value in details.items():  # what the message was made from, for callers and tests
+            setattr(self, name, value)
 
 
 class SettingsError(DocChatError, ValueError):
@@ -22,8 +24,7 @@ class IngestError(DocChatError):
     """A file could not be added to the library."""
 
     def __init__(self, file_name: str, problem: str, advice: str) -> None:
-        super().__init__(f"“{file_name}”: {problem} {advice}".strip())
-        self.file_name = file_name
+        super().__init__(f"“{file_name}”: {problem} {advice}".strip(), file_name=file_name)
 
 
 class UnsupportedFileType(IngestError):
@@ -96,9 +97,8 @@ class LibraryBusy(DocChatError):
     def __init__(self, path: str) -> None:
         super().__init__(
             "The document library is in use by another DocChat process (for example the running app). "
-            "Stop that process, use a different --data-dir, or run Qdrant as a server and set QDRANT_URL."
+            "Stop that process, use a different --data-dir, or run Qdrant as a server and set QDRANT_URL.", path=path
         )
-        self.path = path
 
 
 class StoreUnavailable(DocChatError):
@@ -108,8 +108,7 @@ class StoreUnavailable(DocChatError):
 
 class DocumentNotFound(DocChatError):
     def __init__(self, doc_id: str) -> None:
-        super().__init__(f"No document with id “{doc_id}” is in your library. Use `list` to see the ids.")
-        self.doc_id = doc_id
+        super().__init__(f"No document with id “{doc_id}” is in your library. Use `list` to see the ids.", doc_id=doc_id)
 
 
 class LLMError(DocChatError):
@@ -120,15 +119,13 @@ class OllamaUnavailable(LLMError):
     def __init__(self, host: str) -> None:
         super().__init__(
             f"Ollama is not reachable at {host}. Start it with `ollama serve` (or open the Ollama app), "
-            "or set OLLAMA_HOST to where it runs."
+            "or set OLLAMA_HOST to where it runs.", host=host
         )
-        self.host = host
 
 
 class ModelNotPulled(LLMError):
     def __init__(self, model: str) -> None:
-        super().__init__(f"The model “{model}” is not installed in Ollama. Run `ollama pull {model}`, or pick another model in Settings.")
-        self.model = model
+        super().__init__(f"The model “{model}” is not installed in Ollama. Run `ollama pull {model}`, or pick another model in Settings.", model=model)
 
 
 class LLMTimeout(LLMError):
@@ -149,7 +146,15 @@ class LimitReached(DocChatError):
 
 
 class WikipediaError(DocChatError):
-    """Trouble importing from Wikipedia."""
+    """Trouble importing from Wikipedia. Subclasses name their `fields` (the constructor's arguments, in order) and
+    a `template` formatted from them; the values stay on the error as attributes."""
+
+    fields: tuple[str, ...] = ()
+    template = "Something went wrong while talking to Wikipedia. Try again."
+
+    def __init__(self, *values: object) -> None:
+        details = dict(zip(self.fields, values))
+        super().__init__(self.template.format(**details), **details)
 
 
 class OllamaRefused(OllamaUnavailable):
@@ -157,96 +162,84 @@ class OllamaRefused(OllamaUnavailable):
 
     def __init__(self, host: str, status: int) -> None:
         LLMError.__init__(self, f"Ollama at {host} refused the request (HTTP {status}). Check OLLAMA_API_KEY "
-                                "(the key for that server), or point OLLAMA_HOST at your own Ollama.")
-        self.host = host
-        self.status = status
+                                "(the key for that server), or point OLLAMA_HOST at your own Ollama.", host=host, status=status)
 
 
 class OllamaFailed(LLMError):
     """Ollama answered with an error we have no better sentence for."""
 
     def __init__(self, detail: str) -> None:
-        super().__init__(f"Ollama reported a problem ({detail[:200]}). Try again; if it keeps happening, restart Ollama.")
-        self.detail = detail
+        super().__init__(f"Ollama reported a problem ({detail[:200]}). Try again; if it keeps happening, restart Ollama.", detail=detail)
 
 
 class ModelPullFailed(LLMError):
     def __init__(self, model: str, detail: str) -> None:
         super().__init__(f"Ollama could not download the model “{model}” ({detail[:200]}). Check the name on "
-                         "ollama.com/library (for example llama3.2:3b) and your internet connection, then try again.")
-        self.model = model
+                         "ollama.com/library (for example llama3.2:3b) and your internet connection, then try again.", model=model)
 
 
 # -- Wikipedia (rag_core.wikipedia) -------------------------------------------
 class WikipediaBadLanguage(WikipediaError):
-    def __init__(self, lang: str) -> None:
-        super().__init__(f"“{lang[:40]}” is not a Wikipedia language code. Use a code such as en, de, fr, es or simple "
-                         "(the part before .wikipedia.org).")
-        self.lang = lang
+    fields = ("lang",)
+    template = ("“{lang:.40}” is not a Wikipedia language code. Use a code such as en, de, fr, es or simple (the part "
+                "before .wikipedia.org).")
 
 
 class WikipediaBadTitle(WikipediaError):
     def __init__(self, title: str, reason: str = "") -> None:
-        super().__init__(f"“{title[:120]}” is not a valid Wikipedia article title"
-                         + (f" ({reason})" if reason else "") + ". Check the spelling, or search for the article first.")
-        self.title = title
+        because = f" ({reason})" if reason else ""
+        DocChatError.__init__(self, f"“{title[:120]}” is not a valid Wikipedia article title{because}. Check the "
+                              "spelling, or search for the article first.", title=title)
 
 
 class WikipediaPageMissing(WikipediaError):
-    def __init__(self, title: str, lang: str) -> None:
-        super().__init__(f"There is no article titled “{title}” on {lang}.wikipedia.org. Check the spelling, "
-                         "or search for it first and pick one of the results.")
-        self.title = title
-        self.lang = lang
+    fields = ("title", "lang")
+    template = ("There is no article titled “{title}” on {lang}.wikipedia.org. Check the spelling, or search for it "
+                "first and pick one of the results.")
 
 
 class WikipediaUnreachable(WikipediaError):
-    def __init__(self, detail: str) -> None:
-        super().__init__(f"Wikipedia could not be reached ({detail}). Check your internet connection and the "
-                         "language code, then try again.")
-        self.detail = detail
+    fields = ("detail",)
+    template = ("Wikipedia could not be reached ({detail}). Check your internet connection and the language code, "
+                "then try again.")
 
 
 class WikipediaTimeout(WikipediaError):
+    """Every attempt timed out."""
+
     def __init__(self, attempts: int) -> None:
-        super().__init__(f"Wikipedia did not answer in time ({attempts} attempt{'s' if attempts != 1 else ''}). "
-                         "It may be busy or your connection slow; try again in a minute.")
-        self.attempts = attempts
+        tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+        DocChatError.__init__(self, f"Wikipedia did not answer in time ({tries}). It may be busy or your connection "
+                              "slow; try again in a minute.", attempts=attempts)
 
 
 class WikipediaRateLimited(WikipediaError):
     def __init__(self, wait_s: float | None = None) -> None:
         wait = f" (it asked for a pause of {wait_s:.0f} s)" if wait_s else ""
-        super().__init__(f"Wikipedia is asking DocChat to slow down{wait}. Wait a little and try again.")
-        self.wait_s = wait_s
+        DocChatError.__init__(self, f"Wikipedia is asking DocChat to slow down{wait}. Wait a little and try again.",
+                              wait_s=wait_s)
 
 
 class WikipediaServerError(WikipediaError):
-    def __init__(self, status: int, attempts: int) -> None:
-        super().__init__(f"Wikipedia's servers are having trouble (HTTP {status}, {attempts} attempts). "
-                         "Try again in a few minutes.")
-        self.status = status
+    fields = ("status", "attempts")
+    template = "Wikipedia's servers are having trouble (HTTP {status}, {attempts} attempts). Try again in a few minutes."
 
 
 class WikipediaRequestRejected(WikipediaError):
-    def __init__(self, status: int) -> None:
-        super().__init__(f"Wikipedia refused the request (HTTP {status}). Check the language and title; if it keeps "
-                         "happening, DocChat may need an update.")
-        self.status = status
+    fields = ("status",)
+    template = ("Wikipedia refused the request (HTTP {status}). Check the language and title; if it keeps happening, "
+                "DocChat may need an update.")
 
 
 class WikipediaBadResponse(WikipediaError):
-    def __init__(self, detail: str) -> None:
-        super().__init__(f"Wikipedia sent an answer DocChat could not read ({detail}). Try again; nothing was changed.")
-        self.detail = detail
+    fields = ("detail",)
+    template = "Wikipedia sent an answer DocChat could not read ({detail}). Try again; nothing was changed."
 
 
 class WikipediaAPIError(WikipediaError):
     def __init__(self, code: str, info: str) -> None:
-        super().__init__(f"Wikipedia's API reported a problem: {info.strip() or code} (code “{code}”). "
-                         "Try again, or change the search words or title.")
-        self.code = code
-        self.info = info
+        DocChatError.__init__(self, f"Wikipedia's API reported a problem: {info.strip() or code} (code “{code}”). "
+                              "Try again, or change the search words or title.", code=code, info=info)
 
 
 # -- hosted demo (rag_core.sessions) --------------------------------------------

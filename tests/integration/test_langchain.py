@@ -87,6 +87,40 @@ def test_docs_example_runs_against_a_library(tmp_path, monkeypatch, capsys, embe
         reopened.close()
 
 
+def test_readme_example_runs_against_a_library(tmp_path, monkeypatch, capsys, embedder):
+    import rag_core.library
+    from rag_core.config import load_settings
+    from rag_core.library import Library
+
+    monkeypatch.setenv("DOCCHAT_DATA_DIR", str(tmp_path / "data"))
+    lib = Library(load_settings(), embedder=embedder)
+    assert lib.ingest_bytes(BEES.encode(), "bees.md").status == "added"
+    lib.close()
+    opened: list[Library] = []
+
+    class _Library(Library):  # the README opens its own Library: share the loaded model and close it afterwards
+        def __init__(self, settings, **kw):
+            super().__init__(settings, embedder=embedder)
+            opened.append(self)
+
+    monkeypatch.setattr(rag_core.library, "Library", _Library)
+    recorder = PromptRecorder()
+    reply = "Worker bees make honey from nectar [1]."
+    monkeypatch.setattr("langchain_ollama.ChatOllama",
+                        lambda **kw: FakeListChatModel(responses=[reply], callbacks=[recorder]))
+    readme = (DOC.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Use DocChat from LangChain", 1)[1].split("\n## ", 1)[0]
+    [block] = python_blocks(section)
+    assert len([line for line in block.splitlines() if line.strip()]) <= 12  # a short example, as promised
+    try:
+        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102 - the README's example
+    finally:
+        for lib in opened:
+            lib.close()
+    assert capsys.readouterr().out.strip() == reply
+    assert "[1] Honey bees: " in recorder.prompts[-1] and "What do worker bees make from nectar?" in recorder.prompts[-1]
+
+
 def test_retriever_is_scoped_and_citable(library, three):
     bees, volcano, pump = three
 
