@@ -24,8 +24,8 @@ log = logging.getLogger(__name__)
 BATCH_SIZE = 32
 # Bump when LexicalEncoder changes what it emits: stored sparse vectors must come from the same encoder
 # (a library stamped with another version is re-encoded on open, see rag_core.store.Store._reencode_lexical).
-LEXICAL_VERSION = "qdrant-edge-bm25-english-1"
-LEXICAL_LANGUAGE = "english"  # stop words and Snowball stemmer of Qdrant's Bm25
+LEXICAL_VERSION = "qdrant-bm25-english-nostop-1"
+LEXICAL_LANGUAGE = "english"  # Snowball stemmer of Qdrant's Bm25 (its stop-word list is switched off)
 
 
 def resolve_model_path(name: str) -> Path:
@@ -122,8 +122,9 @@ class Embedder(Embeddings):
 
 
 class LexicalEncoder(SparseEmbeddings):
-    """BM25 term weights from Qdrant's own Bm25 (qdrant-edge-py): words, English stop words and Snowball stems, TF
-    saturation and length norm; Qdrant adds the IDF.
+    """BM25 term weights from Qdrant's own Bm25 (qdrant-edge-py): lower-cased words, Snowball stems, TF saturation
+    and length norm; Qdrant adds the IDF. No stop-word list: IDF already discounts common words, and dropping them
+    cost XQuAD 0.8 points of Recall@1 (docs/retrieval.md).
 
     Documents get BM25's term-frequency part; a query gets weight 1 per distinct term. The sparse vector is stored
     with Qdrant's IDF modifier, so the score is BM25 - the same in Qdrant Edge and on a Qdrant server. Native code,
@@ -131,9 +132,9 @@ class LexicalEncoder(SparseEmbeddings):
     """
 
     def __init__(self, language: str = LEXICAL_LANGUAGE) -> None:
-        from qdrant_edge import Bm25, Bm25Config
+        from qdrant_edge import Bm25, Bm25Config, StopwordsSet
 
-        self._bm25 = Bm25(Bm25Config(language=language))
+        self._bm25 = Bm25(Bm25Config(language=language, stopwords=StopwordsSet(custom=set())))
 
     @staticmethod
     def _convert(emb) -> SparseVector:

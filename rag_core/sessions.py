@@ -18,19 +18,18 @@ import re
 import secrets
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from .config import Settings
 from .demo import DemoAnswerStream, llm_mode
-from .errors import DemoTrouble, DocChatError, DocumentNotFound, LimitReached, SampleReadOnly
+from .errors import DemoTrouble, DocChatError, DocumentNotFound, SampleReadOnly
 from .generation import start_answer
 from .library import IngestResult, Library, scoped_doc_id
 from .loaders import load_bytes
 from .models import Answer, DocumentInfo, Passage
+from .quotas import Ledger, Usage
 from .retrieval import DEFAULT_METHOD, retrieve
 from .samples import SAMPLES_DIR, sample_document, sample_files
 from .store import Progress
@@ -41,9 +40,7 @@ log = logging.getLogger(__name__)
 SHARED_OWNER = "shared"  # owner of the read-only sample library
 SESSION_PREFIX = "s-"
 _SESSION_RE = re.compile(r"^s-[A-Za-z0-9_-]{16,64}$")
-RATE_WINDOW_S = 60.0
 JANITOR_INTERVAL_S = 60.0
-MB = 1024 * 1024
 
 def new_session_id() -> str:
     """A fresh unguessable session id (the UI keeps it in st.session_state)."""
@@ -64,28 +61,6 @@ def _safe_name(file_name: str) -> str:
     return name if len(name) <= 80 else name[:77] + "…"
 
 
-# --------------------------------------------------------------------------- per-session bookkeeping
-@dataclass
-class _Session:
-    last_seen: float
-    questions: deque = field(default_factory=deque)  # times of recent questions
-    sizes: dict[str, int] = field(default_factory=dict)  # doc_id -> bytes counted against the size quota
-    pending_files: int = 0
-    pending_bytes: int = 0
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What a session uses of its limits (for the Library page)."""
-
-    files: int
-    max_files: int
-    bytes: int
-    max_bytes: int
-    questions_last_minute: int
-    max_questions_per_minute: int
-
-
 # --------------------------------------------------------------------------- the hub
 class DemoHub:
     """Process-wide demo state around one Library: sessions, quotas, question rates, samples and cleanup."""
@@ -95,8 +70,7 @@ class DemoHub:
         self.library = library
         self.settings = settings or library.settings
         self.clock = clock
-        self._sessions: dict[str, _Session] = {}
-        self._lock = threading.Lock()
+        self.ledger = Ledger(self.settings, clock)  # activity and quota use per session
         self._janitor: threading.Thread | None = None
         self._stop = threading.Event()
 
@@ -104,27 +78,17 @@ class DemoHub:
     def session(self, session_id: str) -> SessionLibrary:
         """The private library of one session (created on first use; every call counts as activity)."""
         check_session_id(session_id)
-        self._touch(session_id)
+        self.ledger.touch(session_id)
         return SessionLibrary(self, session_id)
-
-    def _touch(self, session_id: str) -> _Session:
-        with self._lock:
-            s = self._sessions.get(session_id)
-            if s is None:
-                s = self._sessions[session_id] = _Session(last_seen=self.clock())
-            s.last_seen = self.clock()
-            return s
 
     def active_sessions(self) -> list[str]:
         """Ids of the sessions seen within the idle limit."""
-        with self._lock:
-            return list(self._sessions)
+        return self.ledger.sessions()
 
     def end_session(self, session_id: str) -> int:
         """Forget a session and delete all of its documents; returns how many were deleted."""
         check_session_id(session_id)
-        with self._lock:
-            self._sessions.pop(session_id, None)
+        self.ledger.forget(session_id)
         return self._purge_owner(session_id)
 
     def _purge_owner(self, owner: str) -> int:
@@ -144,11 +108,7 @@ class DemoHub:
         (left over from a previous run) once their newest document is older than the limit; returns the owners."""
         limit_s = self.settings.demo_session_idle_minutes * 60
         now = self.clock()
-        with self._lock:
-            expired = [sid for sid, s in self._sessions.items() if now - s.last_seen > limit_s]
-            for sid in expired:
-                del self._sessions[sid]
-            live = set(self._sessions)
+        expired, live = self.ledger.expire(limit_s)
         newest: dict[str, float] = {}
         for d in self.library.documents():
             if d.owner in (None, SHARED_OWNER) or d.owner in live or d.owner in expired:
@@ -216,59 +176,12 @@ class DemoHub:
         """The sample library."""
         return self.library.documents(owners=[SHARED_OWNER])
 
-    # -- quotas (called by SessionLibrary) -------------------------------------
-    def _reserve(self, session_id: str, file_name: str, size: int) -> None:
-        s, name = self.settings, _safe_name(file_name)
-        if size > s.demo_max_file_mb * MB:
-            raise LimitReached(f"“{name}” is {size / MB:.1f} MB; the demo accepts files up to "
-                               f"{s.demo_max_file_mb} MB each. Try a smaller file, or run DocChat on your own "
-                               "computer for larger ones.")
-        held = self.library.documents(owners=[session_id])
-        with self._lock:
-            st = self._sessions.setdefault(session_id, _Session(last_seen=self.clock()))
-            present = {d.doc_id for d in held}
-            used = sum(b for doc_id, b in st.sizes.items() if doc_id in present)
-            if len(held) + st.pending_files >= s.demo_max_files_per_session:
-                n = s.demo_max_files_per_session
-                raise LimitReached(f"Your demo library already holds {n} file{'' if n == 1 else 's'}, the most "
-                                   "the demo allows. Remove one on the Library page to add another.")
-            if used + st.pending_bytes + size > s.demo_max_session_mb * MB:
-                raise LimitReached(f"Adding “{name}” would take your demo library past {s.demo_max_session_mb} MB, "
-                                   "the most the demo allows per visitor. Remove a document to make room.")
-            st.pending_files += 1
-            st.pending_bytes += size
+    def _held(self, session_id: str) -> list[str]:
+        return [d.doc_id for d in self.library.documents(owners=[session_id])]
 
-    def _settle(self, session_id: str, size: int, doc_id: str | None) -> None:
-        with self._lock:
-            st = self._sessions.setdefault(session_id, _Session(last_seen=self.clock()))
-            st.pending_files = max(0, st.pending_files - 1)
-            st.pending_bytes = max(0, st.pending_bytes - size)
-            if doc_id is not None:
-                st.sizes[doc_id] = size
-
-    def _count_question(self, session_id: str) -> None:
-        per_minute = self.settings.demo_questions_per_minute
-        with self._lock:
-            st = self._sessions.setdefault(session_id, _Session(last_seen=self.clock()))
-            now = self.clock()
-            while st.questions and now - st.questions[0] >= RATE_WINDOW_S:
-                st.questions.popleft()
-            if len(st.questions) >= per_minute:
-                wait = max(1, int(RATE_WINDOW_S - (now - st.questions[0]) + 0.999))
-                raise LimitReached(f"You have asked {per_minute} questions in the last minute, the most the demo "
-                                   f"allows. Please wait about {wait} seconds, then ask again.")
-            st.questions.append(now)
-
-    def _usage(self, session_id: str) -> Usage:
-        s = self.settings
-        held = {d.doc_id for d in self.library.documents(owners=[session_id])}
-        with self._lock:
-            st = self._sessions.get(session_id) or _Session(last_seen=self.clock())
-            now = self.clock()
-            recent = sum(1 for t in st.questions if now - t < RATE_WINDOW_S)
-            used = sum(b for doc_id, b in st.sizes.items() if doc_id in held)
-        return Usage(len(held), s.demo_max_files_per_session, used, s.demo_max_session_mb * MB, recent,
-                     s.demo_questions_per_minute)
+    def reserve(self, session_id: str, file_name: str, size: int) -> None:
+        """Check and reserve room for one more document of a session (LimitReached when it does not fit)."""
+        self.ledger.reserve(session_id, _safe_name(file_name), size, self._held(session_id))
 
 
 # --------------------------------------------------------------------------- one session's view
@@ -294,7 +207,7 @@ class SessionLibrary:
         return self._hub.library
 
     def _touch(self) -> None:
-        self._hub._touch(self.session_id)
+        self._hub.ledger.touch(self.session_id)
 
     # -- listing ---------------------------------------------------------------
     def documents(self) -> list[DocumentInfo]:
@@ -317,7 +230,7 @@ class SessionLibrary:
 
     def usage(self) -> Usage:
         """Files, bytes and questions used of this session's limits."""
-        return self._hub._usage(self.session_id)
+        return self._hub.ledger.usage(self.session_id, self._hub._held(self.session_id))
 
     def original(self, doc_id: str) -> bytes | None:
         """The stored PDF of a visible document (to show a cited page), or None."""
@@ -343,7 +256,7 @@ class SessionLibrary:
         shared documents: written by the remote model when the demo has an API key (and the visitor did not switch
         it off with use_llm=False), extractive otherwise."""
         self._touch()
-        self._hub._count_question(self.session_id)
+        self._hub.ledger.count_question(self.session_id)
         s = self.settings
         owners: list[str | None] = list(self.owners)
         inner = start_answer(self._library, question, s, history, None if doc_ids is None else list(doc_ids),
@@ -365,7 +278,7 @@ class SessionLibrary:
         can run on the IngestQueue worker (IngestQueue.submit(name, work, owner=session_id))."""
         self._touch()
         size = len(data)
-        self._hub._reserve(self.session_id, file_name, size)
+        self._hub.reserve(self.session_id, file_name, size)
         done = threading.Event()
 
         def work(progress: Progress | None = None) -> IngestResult:
@@ -379,7 +292,7 @@ class SessionLibrary:
                     doc_id = result.doc_id
                 return result
             finally:
-                self._hub._settle(self.session_id, size, doc_id)
+                self._hub.ledger.settle(self.session_id, size, doc_id)
 
         return work
 
@@ -407,7 +320,7 @@ class SessionLibrary:
     def import_wikipedia(self, title: str, lang: str = "en", progress: Progress | None = None) -> WikiImportResult:
         """Import one Wikipedia article into this session's library (counts as one file; LimitReached when full)."""
         self._touch()
-        self._hub._reserve(self.session_id, title, 0)
+        self._hub.reserve(self.session_id, title, 0)
         doc_id = None
         try:
             result = import_article(self._library, self.settings, title, lang, owner=self.session_id,
@@ -416,12 +329,12 @@ class SessionLibrary:
                 doc_id = result.doc_id
             return result
         finally:
-            self._hub._settle(self.session_id, 0, doc_id)
+            self._hub.ledger.settle(self.session_id, 0, doc_id)
 
     def check_room(self, file_name: str = "document", size: int = 0) -> None:
         """Raise LimitReached now if one more document of `size` bytes would not fit (nothing is reserved)."""
-        self._hub._reserve(self.session_id, file_name, size)
-        self._hub._settle(self.session_id, size, None)
+        self._hub.reserve(self.session_id, file_name, size)
+        self._hub.ledger.settle(self.session_id, size, None)
 
     def refresh_wikipedia(self, progress: Progress | None = None) -> RefreshReport:
         """Check this session's own Wikipedia articles for newer revisions; the shared samples are never touched."""

@@ -125,3 +125,17 @@ def test_originals_save_load_delete(settings):
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".upload-")]
     assert delete_original(settings, "abc123") is True
     assert load_original(settings, "abc123") is None and delete_original(settings, "abc123") is False
+
+
+def test_close_then_submit_runs_the_next_job_at_once(library):
+    """close() with no worker alive leaves nothing behind; a job submitted after a close runs straight away."""
+    q = IngestQueue(library)
+    q.close()  # no worker yet: nothing must be left in the queue to swallow the next job
+    first = q.submit("a", lambda p: IngestResult("a", "added"))
+    assert q.wait([first], 10)
+    q.close()  # the worker stops after its jobs
+    second = q.submit("b", lambda p: IngestResult("b", "added"))
+    assert q.wait([second], 10), "a job submitted after close() waited for another one"
+    [view] = q.jobs([second])
+    assert view.result.status == "added"
+    q.close()
