@@ -1,36 +1,32 @@
-"""When to move from embedded Qdrant to a Qdrant server: retrieval latency as the store grows, unfiltered (one local
-user) and filtered to one demo session plus the shared samples (hosted demo), and the memory the points take.
+"""When to move from the embedded library to a Qdrant server: retrieval latency as the store grows, unfiltered (one
+local user) and filtered to one demo session plus the shared samples (hosted demo), and the memory the points take.
 
-Run: .venv/bin/python benchmarks/qdrant_scaling.py [--sizes 5000 20000 50000] [--queries 30] [--json]
+Run: .venv/bin/python -m benchmarks.qdrant_scaling [--sizes 5000 20000 50000] [--queries 30] [--no-optimize] [--json]
 
 Measured through the real code path: rag_core.retrieval.retrieve (default zscore: one batched dense + lexical
-request) -> Store -> qdrant-client local mode (":memory:"; a path-backed client keeps the same arrays in memory once
-opened, so searches cost the same). Query vectors are precomputed (embedding a question adds ~10 ms at any size).
-Points: random unit 384-d vectors and random 60-term sparse vectors (embedded Qdrant searches exhaustively, so its
-cost depends on the number of points, not on their values), in documents of 100 chunks spread over 100 session
-owners, with 1 % of the documents owned by "shared". The ratio column is against the smallest size of this run.
+request) -> Store -> Qdrant Edge in a temporary folder, after Store.optimize() has built the HNSW index (unless
+--no-optimize: then dense search is exhaustive). Query vectors are precomputed (embedding a question adds ~10 ms).
+Points: random unit 384-d vectors and random 60-term sparse vectors (synthetic: random vectors are the worst case
+for HNSW), in documents of 100 chunks spread over 100 session owners, with 1 % of the documents owned by "shared".
+The ratio column is against the smallest size of this run.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import statistics
-import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from qdrant_client import QdrantClient, models  # noqa: E402
-
-from rag_core.config import Settings  # noqa: E402
-from rag_core.embeddings import Embedder  # noqa: E402
-from rag_core.models import Chunk, SourceMeta  # noqa: E402
-from rag_core.retrieval import QueryVectors, retrieve  # noqa: E402
-from rag_core.store import Store  # noqa: E402
+from rag_core.backends import sparse_vector
+from rag_core.config import Settings
+from rag_core.embeddings import Embedder
+from rag_core.models import Chunk, SourceMeta
+from rag_core.retrieval import QueryVectors, retrieve
+from rag_core.store import Store, open_store
 
 DOC_CHUNKS = 100
 OWNERS = 100
@@ -45,11 +41,6 @@ def rss_mb() -> float:
     return 0.0
 
 
-class _Sparse:
-    def __init__(self, indices, values):
-        self.indices, self.values = indices, values
-
-
 def fill(store: Store, n: int, rng: np.random.Generator) -> list[str]:
     """Add n chunk points in documents of DOC_CHUNKS; returns the owners used."""
     owners = [f"s-bench-owner-{i:03d}-xxxxxxxxxxxx" for i in range(OWNERS)]
@@ -61,7 +52,7 @@ def fill(store: Store, n: int, rng: np.random.Generator) -> list[str]:
                   for i in range(DOC_CHUNKS)]
         dense = rng.standard_normal((DOC_CHUNKS, store.embedder.dim)).astype(np.float32)
         dense /= np.linalg.norm(dense, axis=1, keepdims=True)
-        sparse = [_Sparse(sorted(rng.choice(VOCAB, TERMS, replace=False).tolist()), [1.0] * TERMS)
+        sparse = [sparse_vector(sorted(rng.choice(VOCAB, TERMS, replace=False).tolist()), [1.0] * TERMS)
                   for _ in range(DOC_CHUNKS)]
         store.add_chunks(src, chunks, None, owner=owner, vectors=(dense, sparse))
     return owners
@@ -74,8 +65,8 @@ def measure(store: Store, owners: list[str], queries: int, rng: np.random.Genera
         times = []
         for i in range(queries):
             d = rng.standard_normal(store.embedder.dim).astype(np.float32)
-            qv = QueryVectors((d / np.linalg.norm(d)).tolist(), models.SparseVector(
-                indices=sorted(rng.choice(VOCAB, 6, replace=False).tolist()), values=[1.0] * 6))
+            qv = QueryVectors((d / np.linalg.norm(d)).tolist(),
+                              sparse_vector(sorted(rng.choice(VOCAB, 6, replace=False).tolist()), [1.0] * 6))
             t = time.perf_counter()
             hits = retrieve(store, "", k=5, owners=scope(i), vectors=qv)
             times.append(time.perf_counter() - t)
@@ -91,6 +82,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", type=int, nargs="+", default=[5000, 20000, 50000])
     ap.add_argument("--queries", type=int, default=30)
+    ap.add_argument("--no-optimize", action="store_true", help="search without building the HNSW index")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     embedder = Embedder()
@@ -98,16 +90,20 @@ def main() -> None:
     rows = []
     for n in args.sizes:
         before = rss_mb()
-        settings = Settings(data_dir=Path("/nonexistent"), collection=f"bench{n}")
-        store = Store(QdrantClient(":memory:"), settings, embedder)
-        t = time.perf_counter()
-        owners = fill(store, n, rng)
-        fill_s = time.perf_counter() - t
-        row = {"chunks": store.count_chunks(), "fill_s": round(fill_s, 1), "rss_added_mb": round(rss_mb() - before),
-               **measure(store, owners, args.queries, rng)}
-        rows.append(row)
-        store.close()
-        del store
+        with tempfile.TemporaryDirectory() as tmp:
+            store = open_store(Settings(data_dir=Path(tmp), collection=f"bench{n}"), embedder)
+            t = time.perf_counter()
+            owners = fill(store, n, rng)
+            fill_s = time.perf_counter() - t
+            t = time.perf_counter()
+            if not args.no_optimize:
+                store.optimize()
+            row = {"chunks": store.count_chunks(), "fill_s": round(fill_s, 1),
+                   "optimize_s": round(time.perf_counter() - t, 1), "rss_added_mb": round(rss_mb() - before),
+                   **measure(store, owners, args.queries, rng)}
+            rows.append(row)
+            store.close()
+            del store
     base = rows[0]
     for r in rows:
         r["filtered_vs_smallest"] = round(r["session+shared"]["p50_ms"] / base["session+shared"]["p50_ms"], 1)

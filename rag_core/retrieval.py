@@ -75,13 +75,16 @@ def dedupe(passages: Iterable[Passage]) -> list[Passage]:
     kept: list[Passage] = []
     merged: list[int] = []
     texts: set[str] = set()
+    by_doc: dict[str, list[int]] = {}  # kept passages of each document (only those can overlap)
     for p in passages:
         key = " ".join(p.chunk.text.split()).casefold()
         if key in texts:
             continue
         texts.add(key)
-        hit = [i for i, q in enumerate(kept) if _overlaps(p.chunk, q.chunk)]
+        same_doc = by_doc.setdefault(p.chunk.doc_id, [])
+        hit = [i for i in same_doc if _overlaps(p.chunk, kept[i].chunk)]
         if not hit:
+            same_doc.append(len(kept))
             kept.append(p)
             merged.append(1)
         elif len(hit) == 1 and merged[hit[0]] < MAX_MERGED:  # never bridge two kept passages into one
@@ -129,7 +132,7 @@ def retrieve_scored(store: Store, query: str, k: int = 5, doc_ids: Iterable[str]
             return Retrieved([], None)
     qv = vectors or embed_queries(store, [query])[0]
     has_words = bool(qv.sparse.indices)
-    if not has_words and method != "lexical":  # only punctuation or stop words: the lexical side has nothing to say
+    if not has_words and method != "lexical":  # no searchable word (e.g. only punctuation): lexical has nothing to say
         method = "vector"
     fetch = k * OVERFETCH + 4
     pool = max(CANDIDATES, fetch)

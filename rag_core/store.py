@@ -38,6 +38,8 @@ from .backends import (
     Search,
     open_backend,
 )
+from .backends import DENSE as DENSE  # re-exported: the vector names, as before
+from .backends import LEXICAL as LEXICAL
 from .config import Settings
 from .embeddings import LEXICAL_VERSION, Embedder, LexicalEncoder
 from .errors import DocumentNotFound, EmbeddingModelMismatch
@@ -86,11 +88,14 @@ def chunk_to_document(chunk: Chunk, owner: str | None) -> Document:
 
 def document_to_chunk(doc: Document) -> Chunk:
     """Rebuild a Chunk from a Document made by chunk_to_document (stored, retrieved or returned by lc)."""
-    meta = doc.metadata
+    return _chunk(doc.page_content, doc.metadata)
+
+
+def _chunk(text: str, meta: dict[str, Any]) -> Chunk:
     return Chunk(
         doc_id=meta["doc_id"],
         index=meta["index"],
-        text=doc.page_content,
+        text=text,
         char_start=meta["char_start"],
         char_end=meta["char_end"],
         page_start=meta.get("page_start"),
@@ -118,7 +123,8 @@ def chunk_from_payload(payload: dict[str, Any]) -> Chunk:
 
 
 def _passage(hit: Hit) -> Passage:
-    return Passage(document_to_chunk(payload_document(hit.payload, hit.id)), hit.score)
+    """A search hit as a Passage (read straight from the {page_content, metadata} payload: no Document on the way)."""
+    return Passage(_chunk(hit.payload[CONTENT_KEY], hit.payload[METADATA_KEY]), hit.score)
 
 
 def _info_from_payload(p: dict) -> DocumentInfo:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
@@ -131,9 +132,11 @@ class ClientBackend:
                 vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
                 sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=models.Modifier.IDF)},
                 metadata=meta)
-            for key in INDEXED_FIELDS:
-                self.client.create_payload_index(self.collection, f"{METADATA_KEY}.{key}",
-                                                 models.PayloadSchemaType.KEYWORD)
+            with warnings.catch_warnings():  # local mode (tests) warns that it has no payload indexes
+                warnings.filterwarnings("ignore", message="Payload indexes have no effect", category=UserWarning)
+                for key in INDEXED_FIELDS:
+                    self.client.create_payload_index(self.collection, f"{METADATA_KEY}.{key}",
+                                                     models.PayloadSchemaType.KEYWORD)
             if not self.client.collection_exists(self.registry):
                 self.client.create_collection(self.registry, vectors_config={})
 

@@ -10,12 +10,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from store_helpers import BACKENDS, open_library
 
 from rag_core.config import Settings
 from rag_core.errors import DocumentNotFound, EmbeddingModelMismatch, LibraryBusy
 from rag_core.library import Library
 from rag_core.loaders import load_bytes
-from store_helpers import BACKENDS, open_library
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "tests" / "fixtures" / "documents"

@@ -7,12 +7,12 @@ import json
 from dataclasses import replace
 
 import pytest
+from store_helpers import BACKENDS, open_library
 
 from rag_core import retrieval
 from rag_core.__main__ import main as cli_main
 from rag_core.models import Chunk, Document, Passage, Section, SourceMeta
 from rag_core.retrieval import METHODS, dedupe, merge_chunks, retrieve, retrieve_scored, zscore_fuse
-from store_helpers import BACKENDS, open_library
 
 TOPICS = {
     "bees": ("Honey bees", "Honey bees live in colonies ruled by a single queen. Worker bees collect nectar and pollen "
