@@ -109,7 +109,8 @@ def _ask(question: str, doc_ids: list[str] | None) -> None:
             with left:
                 reply = st.empty()
                 try:
-                    with st.spinner("Looking through your documents…"):
+                    with st.spinner("Looking through your documents…" if ws.search_ready()
+                                    else "Getting the language understanding model ready (first question only)…"):
                         stream = ws.ask(question, history=history, doc_ids=doc_ids, use_llm=prefs["use_llm"])
                     with reply.container():
                         st.write_stream(escaped_stream(_recording(stream, turn)))

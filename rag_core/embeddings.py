@@ -52,35 +52,108 @@ def resolve_model_path(name: str) -> Path:
         ) from e
 
 
+def model_shape(path: Path) -> tuple[int, int]:
+    """(vector size, input length in word pieces) of a sentence-transformers folder, read from its config files
+    without loading the model (so a library can be opened while the model loads)."""
+    import json
+
+    try:
+        pooling = json.loads((path / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
+        bert = json.loads((path / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        return int(pooling["word_embedding_dimension"]), int(bert["max_seq_length"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0, 0  # unknown until the model is loaded
+
+
 class Embedder(Embeddings):
-    """A LangChain Embeddings over a sentence-transformers model on the CPU: normalised vectors, its own tokenizer."""
+    """A LangChain Embeddings over a sentence-transformers model on the CPU: normalised vectors, its own tokenizer.
 
-    def __init__(self, name: str = DEFAULT_EMBEDDING_MODEL) -> None:
-        from sentence_transformers import SentenceTransformer
+    With `background=True` the model loads on a thread (a few seconds: torch and the weights) while the caller goes
+    on; the first call that needs it waits. The app uses this to paint and list the library at once.
+    """
 
+    def __init__(self, name: str = DEFAULT_EMBEDDING_MODEL, background: bool = False) -> None:
         self.name = name
-        path = resolve_model_path(name)
-        self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        dim, max_seq_length = self._model.get_embedding_dimension(), self._model.max_seq_length
-        if dim is None or max_seq_length is None:
-            raise DocChatError(f"The embedding model “{name}” does not say its vector size and input length.")
-        self.dim: int = int(dim)
-        self.max_seq_length: int = int(max_seq_length)
-        self.tokenizer = self._model.tokenizer
+        self.path = resolve_model_path(name)
+        self._dim, self._max_seq_length = model_shape(self.path)
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
         # torch inference is thread-safe enough, but two big batches at once only thrash 2 cores.
         self._lock = threading.Lock()
-        # The fast tokenizer is stateful (encode() switches its padding/truncation), so concurrent calls from
-        # sessions break each other ("Unable to create tensor"). Counting uses its own copy under its own lock,
-        # so chunking one document never waits for another session's embedding batch.
-        self._counter = copy.deepcopy(self.tokenizer)
         self._counter_lock = threading.Lock()
-        log.info("Loaded embedding model %s (%d dims) from %s", name, self.dim, path)
+        if background:
+            threading.Thread(target=self._load_logged, name="docchat-embedding-model", daemon=True).start()
+        else:
+            self._load()
+
+    def _load(self) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
+            dim, max_seq_length = model.get_embedding_dimension(), model.max_seq_length
+            if dim is None or max_seq_length is None:
+                raise DocChatError(f"The embedding model “{self.name}” does not say its vector size and input length.")
+            self._model = model
+            self._dim, self._max_seq_length = int(dim), int(max_seq_length)
+            self._tokenizer = model.tokenizer
+            # The fast tokenizer is stateful (encode() switches its padding/truncation), so concurrent calls from
+            # sessions break each other ("Unable to create tensor"). Counting uses its own copy under its own lock,
+            # so chunking one document never waits for another session's embedding batch.
+            self._counter = copy.deepcopy(model.tokenizer)
+        except BaseException as e:
+            self._error = e
+            raise
+        finally:
+            self._ready.set()
+        log.info("Loaded embedding model %s (%d dims) from %s", self.name, self._dim, self.path)
+
+    def _load_logged(self) -> None:
+        try:
+            self._load()
+        except BaseException:  # noqa: BLE001 - kept in self._error and raised to whoever needs the model
+            log.exception("Could not load the embedding model %s", self.name)
+
+    @property
+    def ready(self) -> bool:
+        """True once the model is loaded (or failed to load)."""
+        return self._ready.is_set()
+
+    def wait(self) -> None:
+        """Block until the model is loaded; re-raise what stopped it loading."""
+        self._ready.wait()
+        if self._error is not None:
+            if isinstance(self._error, DocChatError):
+                raise self._error
+            raise DocChatError(f"The embedding model “{self.name}” could not be loaded. Reinstall DocChat "
+                               "(`make run`).") from self._error
+
+    @property
+    def dim(self) -> int:
+        """Vector size."""
+        if not self._dim:
+            self.wait()
+        return self._dim
+
+    @property
+    def max_seq_length(self) -> int:
+        """Word pieces the model reads; the rest of a longer text is cut."""
+        if not self._max_seq_length:
+            self.wait()
+        return self._max_seq_length
+
+    @property
+    def tokenizer(self):  # noqa: ANN201 - a transformers tokenizer
+        """The model's own (fast) tokenizer."""
+        self.wait()
+        return self._tokenizer
 
     # -- vectors -----------------------------------------------------------
     def encode(self, texts: list[str]) -> np.ndarray:
         """Normalised float32 vectors, one row per text."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        self.wait()
         with self._lock:
             return self._model.encode(
                 texts, batch_size=BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
@@ -99,6 +172,7 @@ class Embedder(Embeddings):
         """Word pieces per text, without the [CLS]/[SEP] the model adds."""
         if not texts:
             return []
+        self.wait()
         with self._counter_lock:
             enc = self._counter(list(texts), add_special_tokens=False, return_attention_mask=False,
                                 return_token_type_ids=False)
@@ -106,6 +180,7 @@ class Embedder(Embeddings):
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character (start, end) of every word piece in `text`."""
+        self.wait()
         with self._counter_lock:
             enc = self._counter(text, add_special_tokens=False, return_offsets_mapping=True,
                                 return_attention_mask=False, return_token_type_ids=False)
@@ -115,6 +190,7 @@ class Embedder(Embeddings):
         """Word-piece ids per text (no special tokens)."""
         if not texts:
             return []
+        self.wait()
         with self._counter_lock:
             enc = self._counter(list(texts), add_special_tokens=False, return_attention_mask=False,
                                 return_token_type_ids=False)

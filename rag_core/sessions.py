@@ -228,6 +228,10 @@ class SessionLibrary:
         """True for a sample document."""
         return self._library.store.get(doc_id, owners=[SHARED_OWNER]) is not None
 
+    def search_ready(self) -> bool:
+        """True once the embedding model is loaded."""
+        return self._library.embedder.ready
+
     def usage(self) -> Usage:
         """Files, bytes and questions used of this session's limits."""
         return self._hub.ledger.usage(self.session_id, self._hub._held(self.session_id))

@@ -146,6 +146,10 @@ class Workspace:
         """Top-k passages from this person's documents."""
         raise NotImplementedError
 
+    def search_ready(self) -> bool:
+        """False while the embedding model is still loading (the first question then waits a few seconds)."""
+        raise NotImplementedError
+
     def model_toggle(self) -> bool:
         """True when there is a language model the person may switch off (answers then quote the documents)."""
         return True
@@ -180,6 +184,10 @@ class LocalWorkspace(Workspace):
     def documents(self) -> list[DocumentInfo]:
         """Every document in the library, newest first."""
         return self.library.documents()
+
+    def search_ready(self) -> bool:
+        """True once the embedding model is loaded."""
+        return self.library.embedder.ready
 
     def delete(self, doc_id: str) -> DocumentInfo:
         """Delete a document, its chunks and its saved original."""
@@ -255,6 +263,10 @@ class DemoWorkspace(Workspace):
     def documents(self) -> list[DocumentInfo]:
         """Own documents and the shared samples, newest first."""
         return self.session.documents()
+
+    def search_ready(self) -> bool:
+        """True once the embedding model is loaded."""
+        return self.session.search_ready()
 
     def is_read_only(self, doc: DocumentInfo) -> bool:
         """The shared samples are read-only."""

@@ -79,11 +79,12 @@ def set_pref(name: str, value: Any) -> None:
     st.session_state[PREFS] = {**st.session_state.get(PREFS, {}), name: value}
 
 
-@st.cache_resource(show_spinner="Loading the language understanding model…")
+@st.cache_resource(show_spinner=False)
 def _embedder(model_name: str) -> Embedder:
+    """The embedding model, loading on a background thread: the page paints and lists the library meanwhile."""
     from rag_core.embeddings import Embedder
 
-    return Embedder(model_name)
+    return Embedder(model_name, background=True)
 
 
 def _release(rt: Runtime) -> None:

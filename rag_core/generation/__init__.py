@@ -58,10 +58,6 @@ from .prompt import (
     rewrite_question,
 )
 
-# Old names kept for callers outside rag_core (benchmarks/answer_latency.py uses both).
-sentence_spans = quotable_spans
-_messages = chat_messages
-
 __all__ = [
     "CHARS_PER_TOKEN", "EXTRACTIVE_LABEL", "EXTRACTIVE_MARGIN", "EXTRACTIVE_MAX_CHARS", "EXTRACTIVE_PASSAGES",
     "EXTRACTIVE_SENTENCES", "MESSAGE_OVERHEAD_TOKENS", "MODEL_FAILED", "MODE_EXTRACTIVE", "MODE_LLM", "MODE_NOT_FOUND",
@@ -71,6 +67,6 @@ __all__ = [
     "SOURCE_TEMPLATE", "SYSTEM_PROMPT", "USER_TEMPLATE", "Answer", "AnswerStream", "ChatBackend", "Prompt",
     "ThinkFilter", "answer", "backend_for", "bound_history", "build_prompt", "chat_messages", "chat_model",
     "estimate_tokens", "extractive_answer", "heuristic_standalone", "is_refusal", "looks_like_follow_up",
-    "num_ctx_for", "quotable_spans", "render_source", "rewrite_question", "sentence_spans", "start_answer",
+    "num_ctx_for", "quotable_spans", "render_source", "rewrite_question", "start_answer",
     "strip_thinking", "tidy_answer_text",
 ]

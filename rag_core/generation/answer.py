@@ -15,7 +15,7 @@ from ..config import Settings
 from ..errors import DocChatError, LLMError, LLMTimeout, StreamInterrupted
 from ..evidence import verify_answer
 from ..models import Answer, Passage
-from ..retrieval import embed_queries, retrieve
+from ..retrieval import embed_queries, retrieve_scored
 from ..text import is_refusal
 from .chat import LENGTH, STOP, ChatBackend, ThinkFilter, backend_for, chat_messages
 from .extractive import EXTRACTIVE_PASSAGES, extractive_answer, tidy_answer_text
@@ -169,10 +169,9 @@ class AnswerStream:
         vectors = embed_queries(lib.store, [query])[0]  # embedded once: for the relevance check and retrieval
         qvec = np.asarray(vectors.dense, dtype=np.float32)
         t = self._mark("embed_query", t)
-        best = lib.store.query(vectors.dense, None, 1, self.doc_ids, self.owners) if self.doc_ids != [] else []
-        relevance = best[0].score if best else None
-        t = self._mark("relevance_search", t)
-        self.passages = retrieve(lib.store, query, self.k, self.doc_ids, self.owners, vectors=vectors)
+        found = retrieve_scored(lib.store, query, self.k, self.doc_ids, self.owners, vectors=vectors)
+        relevance = found.relevance  # the best chunk's dense cosine, from the same request as the passages
+        self.passages = found.passages
         t = self._mark("retrieve", t)
 
         if not self.passages or relevance is None:

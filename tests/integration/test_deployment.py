@@ -1,5 +1,5 @@
 """The docker-compose stack and the Dockerfile, checked statically (this environment has no Docker engine), and the
-switch between a Qdrant server (QDRANT_URL) and embedded Qdrant in rag_core.store.open_client."""
+switch between a Qdrant server (QDRANT_URL) and embedded Qdrant Edge in rag_core.backends.open_backend."""
 from __future__ import annotations
 
 import re
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rag_core.backends import edge_path, open_backend
 from rag_core.config import DEFAULT_OLLAMA_MODEL, load_settings
 from rag_core.errors import LibraryBusy, StoreUnavailable
-from rag_core.store import open_client
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -168,20 +168,20 @@ def test_qdrant_url_that_does_not_answer_is_a_friendly_error(tmp_path):
     url = f"http://127.0.0.1:{_closed_port()}"
     settings = load_settings({"QDRANT_URL": url, "DOCCHAT_DATA_DIR": str(tmp_path / "data")})
     with pytest.raises(StoreUnavailable) as err:
-        open_client(settings)
+        open_backend(settings)
     assert "QDRANT_URL" in str(err.value) and "Qdrant is running" in str(err.value)
-    assert not settings.qdrant_path.exists(), "with QDRANT_URL set, no embedded store is created"
+    assert not edge_path(settings).exists(), "with QDRANT_URL set, no embedded store is created"
 
 
 def test_without_qdrant_url_the_store_is_embedded_on_disk(tmp_path):
     settings = load_settings({"DOCCHAT_DATA_DIR": str(tmp_path / "data")})
     assert settings.qdrant_url is None
-    client = open_client(settings)
+    backend = open_backend(settings)
     try:
-        assert type(client._client).__name__ == "QdrantLocal"
-        assert settings.qdrant_path.is_dir()
-        with pytest.raises(LibraryBusy):  # one embedded client per folder: a second one is refused politely
-            open_client(settings)
+        assert type(backend).__name__ == "EdgeBackend"
+        assert edge_path(settings).is_dir()
+        with pytest.raises(LibraryBusy):  # one embedded engine per folder: a second one is refused politely
+            open_backend(settings)
     finally:
-        client.close()
-    open_client(settings).close()  # released on close
+        backend.close()
+    open_backend(settings).close()  # released on close

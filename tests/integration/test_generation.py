@@ -342,7 +342,7 @@ def test_stopping_early_keeps_partial_text(docs_library, server, llm_settings):
 
 def test_unexpected_failure_becomes_one_sentence(library, server, llm_settings, caplog):
     assert library.ingest_path(DOCS / "docx_headings_toc.docx").status == "added"
-    library.store.client.close()  # the database goes away under our feet
+    library.store.backend.close()  # the database goes away under our feet
     with caplog.at_level(logging.ERROR, logger="rag_core.generation"):
         deltas, ans = _run(gen.start_answer(library, ZEN_Q, llm_settings))
     assert deltas == [] and ans.incomplete and ans.notice == gen.NOTICE_UNEXPECTED and ans.text == ""
@@ -414,7 +414,6 @@ def test_quotable_spans_skip_fragments():
     got = [text[s:e] for s, e in gen.quotable_spans(text)]
     assert got == ["This sentence has enough words to count!", "Another full sentence here?",
                    "- item with four words"]
-    assert gen.sentence_spans is gen.quotable_spans  # the old name, kept for benchmarks
 
 
 def test_tidy_answer_text_drops_only_the_extractive_label():

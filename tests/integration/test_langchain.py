@@ -218,25 +218,34 @@ def test_vector_store_from_texts(library):
         DocChatVectorStore.from_texts(["x"], NotAnEmbedder(), store=library.store)
 
 
-def test_store_writes_and_reads_langchain_documents(library):
-    """What the store writes is chunk_to_document's Document in langchain-qdrant's layout, which it reads back."""
+def test_store_writes_and_reads_langchain_documents(settings, embedder):
+    """What the store writes is chunk_to_document's Document in langchain-qdrant's layout (plus DocChat's completeness
+    status), which it reads back; on a Qdrant server, langchain-qdrant's own QdrantVectorStore reads it too."""
     from langchain_qdrant import QdrantVectorStore, RetrievalMode
+    from store_helpers import open_library
 
     from rag_core.store import DENSE, LEXICAL
 
-    r = library.ingest_bytes(BEES.encode(), "bees.md", owner="alice")
-    points, _ = library.store.client.scroll(library.store.collection, limit=100, with_payload=True)
-    assert len(points) == r.chunks
-    for p in points:
-        chunk = document_to_chunk(Document(page_content=p.payload["page_content"], metadata=p.payload["metadata"]))
-        doc = chunk_to_document(chunk, "alice")
-        assert doc.id == str(p.id) and document_payload(doc) == p.payload  # written exactly as chunk_to_document
-        assert document_to_chunk(doc) == chunk and doc.metadata["owner"] == "alice"
+    library = open_library("server", settings, embedder)
+    try:
+        r = library.ingest_bytes(BEES.encode(), "bees.md", owner="alice")
+        points = [p for batch in library.store.backend.points(with_vectors=False) for p in batch]
+        assert len(points) == r.chunks
+        for p in points:
+            payload = {**p.payload, "metadata": {k: v for k, v in p.payload["metadata"].items() if k != "status"}}
+            assert p.payload["metadata"]["status"] == "complete"
+            chunk = document_to_chunk(Document(page_content=payload["page_content"], metadata=payload["metadata"]))
+            doc = chunk_to_document(chunk, "alice")
+            assert doc.id == str(p.id) and document_payload(doc) == payload  # written exactly as chunk_to_document
+            assert document_to_chunk(doc) == chunk and doc.metadata["owner"] == "alice"
 
-    lc_store = QdrantVectorStore(client=library.store.client, collection_name=library.store.collection,
-                                 embedding=library.embedder, retrieval_mode=RetrievalMode.HYBRID, vector_name=DENSE,
-                                 sparse_embedding=library.store.lexical, sparse_vector_name=LEXICAL)
-    found = lc_store.similarity_search(Q_BEES, k=1)
-    assert found and found[0].metadata["title"] == "Honey bees" and found[0].metadata["owner"] == "alice"
-    mine = DocChatRetriever(store=library.store, k=1).invoke(Q_BEES)[0]
-    assert document_to_chunk(found[0]) == document_to_chunk(mine)
+        lc_store = QdrantVectorStore(client=library.store.backend.client, collection_name=library.store.collection,
+                                     embedding=library.embedder, retrieval_mode=RetrievalMode.HYBRID,
+                                     vector_name=DENSE, sparse_embedding=library.store.lexical,
+                                     sparse_vector_name=LEXICAL)
+        found = lc_store.similarity_search(Q_BEES, k=1)
+        assert found and found[0].metadata["title"] == "Honey bees" and found[0].metadata["owner"] == "alice"
+        mine = DocChatRetriever(store=library.store, k=1).invoke(Q_BEES)[0]
+        assert document_to_chunk(found[0]) == document_to_chunk(mine)
+    finally:
+        library.close()
