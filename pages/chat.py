@@ -164,7 +164,7 @@ elif ws.hint and not turns:
     st.caption(":material/lightbulb: " + render.message_markdown(ws.hint))
 elif docs:
     cfg = ws.settings
-    line = _model_line(ws, (cfg.ollama_host, cfg.ollama_model, cfg.ollama_api_key), prefs["use_llm"])
+    line = _model_line(ws, (cfg.ollama_host, cfg.ollama_model, cfg.ollama_api_key, ws.model_choice), prefs["use_llm"])
     if line is not None:
         kind, text = line
         st.caption((":material/check_circle: " if kind == "ok" else ":material/info: ")

@@ -1,4 +1,4 @@
-"""Command line: python -m rag_core COMMAND ... (ingest, list, search, delete, settings, wiki..., ask, eval)."""
+"""Command line: python -m rag_core COMMAND ... (ingest, list, search, delete, migrate, settings, wiki..., ask, eval)."""
 from __future__ import annotations
 
 import argparse
@@ -104,6 +104,36 @@ def cmd_settings(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _upgrade_progress(stage: str, done: int, total: int) -> None:
+    print(f"\rUpgrading your library to the new search engine… {done}/{total} passages",
+          end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+
+def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    """Upgrade a library of the previous release to the new search engine (opening it does that too)."""
+    from .embeddings import Embedder
+    from .migrate import migrate, old_folder, upgrade_state
+
+    state = upgrade_state(settings)
+    notes = {"server": "The library is on the Qdrant server at QDRANT_URL; there is nothing to upgrade.",
+             "none": f"There is no library of the previous release in {settings.data_dir}; nothing to upgrade.",
+             "done": f"This library was already upgraded; the old folder {old_folder(settings)} is no longer used "
+                     "and can be deleted."}
+    done = None
+    if state == "needed":
+        done = migrate(settings, Embedder(settings.embedding_model), None if args.json else _upgrade_progress)
+    if done is None:
+        note = notes.get(state, notes["done"])  # "needed" and nothing done: another process just did it
+        emit(args, {"upgraded": False, "state": state, "message": note}, lambda: print(note))
+        return 0
+    message = (f"Upgraded {done.documents} documents ({done.passages} passages) in {done.seconds:.1f} s. The old "
+               f"folder {done.old_folder} is no longer used; you can delete it.")
+    emit(args, {"upgraded": True, "documents": done.documents, "passages": done.passages,
+                "seconds": round(done.seconds, 2), "old_folder": str(done.old_folder), "message": message},
+         lambda: print(message))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree for every command."""
     common = argparse.ArgumentParser(add_help=False)
@@ -128,6 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("delete", parents=[common], help="delete a document and its chunks")
     p.add_argument("doc_id")
     p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser("migrate", parents=[common],
+                       help="upgrade a library of the previous release to the new search engine (with progress)")
+    p.set_defaults(func=cmd_migrate)
 
     p = sub.add_parser("settings", parents=[common], help="list every setting (environment variable) and its value")
     p.add_argument("--markdown", action="store_true", help="print docs/settings.md instead")

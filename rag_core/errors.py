@@ -1,6 +1,8 @@
 """User-facing errors: every message is safe to show and says what to do."""
 from __future__ import annotations
 
+import shlex
+
 
 class DocChatError(Exception):
     """Base class: str(error) is a friendly sentence for the user."""
@@ -98,6 +100,18 @@ class LibraryBusy(DocChatError):
         super().__init__(
             "The document library is in use by another DocChat process (for example the running app). "
             "Stop that process, use a different --data-dir, or run Qdrant as a server and set QDRANT_URL.", path=path
+        )
+
+
+class LibraryUpgradeFailed(DocChatError):
+    """A library of the previous release could not be moved to the new search engine (rag_core.migrate)."""
+
+    def __init__(self, data_dir: str, reason: str, fix: str = "", env: str = "") -> None:
+        command = f"{env + ' ' if env else ''}docchat migrate --data-dir {shlex.quote(data_dir)}"
+        super().__init__(
+            f"Your library in “{data_dir}” could not be upgraded to the new search engine ({reason}); nothing was "
+            f"changed: {fix + ', then ' if fix else ''}run `{command}`.", data_dir=data_dir, reason=reason,
+            command=command,
         )
 
 

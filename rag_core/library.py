@@ -16,6 +16,7 @@ from .config import Settings
 from .embeddings import Embedder
 from .errors import DocChatError, FileTooLarge, NoText
 from .loaders import check_size, load_bytes
+from .migrate import migrate_if_needed
 from .models import Document, DocumentInfo, Passage
 from .originals import KINDS_KEPT, delete_original, load_original, save_original
 from .retrieval import retrieve
@@ -50,9 +51,12 @@ def scoped_doc_id(doc_id: str, owner: str) -> str:
 class Library:
     """A user's document library: the embedding model plus the Qdrant store, opened once."""
 
-    def __init__(self, settings: Settings, embedder: Embedder | None = None, store: Store | None = None) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, store: Store | None = None,
+                 progress: Progress | None = None) -> None:
         self.settings = settings
         self.embedder = embedder or Embedder(settings.embedding_model)
+        if store is None:  # a library of the previous release is upgraded first (`progress`: "upgrading")
+            migrate_if_needed(settings, self.embedder, progress)
         self.store = store or open_store(settings, self.embedder)
 
     # -- ingest --------------------------------------------------------------

@@ -272,6 +272,8 @@ class Store:
         # Length-sorted groups pad as little as one big encode() call would, yet still report progress.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
         step = 128
+        if progress:
+            progress("embedding", 0, len(texts))  # the slow stage starts now: say so before the first batch
         for start in range(0, len(order), step):
             idx = order[start:start + step]
             dense[idx] = self.embedder.encode([texts[i] for i in idx])

@@ -91,7 +91,9 @@ def _release(rt: Runtime) -> None:
     rt.close()
 
 
-@st.cache_resource(show_spinner="Opening your document library…", on_release=_release)
+@st.cache_resource(show_spinner="Opening your document library… (the first time after an update, DocChat also "
+                                "upgrades it to its new search engine: about a second per 1,000 passages)",
+                   on_release=_release)
 def _runtime(key: tuple, _settings: Settings) -> Runtime:
     from rag_core.workspace import Runtime
 

@@ -18,7 +18,7 @@ from langchain_qdrant import SparseVector
 from qdrant_client import QdrantClient, models
 
 from ..errors import StoreUnavailable
-from . import (
+from .base import (
     COMPLETE,
     DENSE,
     INDEXED_FIELDS,

@@ -28,7 +28,7 @@ import qdrant_edge as qe
 from langchain_qdrant import SparseVector
 
 from ..errors import LibraryBusy
-from . import (
+from .base import (
     COMPLETE,
     DENSE,
     INDEXED_FIELDS,

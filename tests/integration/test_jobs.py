@@ -26,13 +26,25 @@ def queue(library):
 def test_files_are_added_in_the_background_with_stages(queue, library, settings):
     seen: list[str] = []
     pdf = (DOCS / "pdf_text_4-pages_pdflatex.pdf").read_bytes()
+    gate = threading.Event()
+    real_embed = library.store.embed_chunks
+
+    def slow_embed(chunks, progress=None):  # hold the embedding stage until the test has seen it
+        out = real_embed(chunks, progress)
+        gate.wait(10)
+        return out
+
+    library.store.embed_chunks = slow_embed
     ids = [queue.submit_bytes(pdf, "report.pdf"),
            queue.submit_bytes((DOCS / "pdf_encrypted_user-password.pdf").read_bytes(), "locked.pdf"),
            queue.submit_bytes(pdf, "again.pdf")]
     while queue.busy():
         seen.extend(j.stage for j in queue.active() if j.state == "running")
+        if "embedding" in seen:
+            gate.set()
         if not queue.wait(ids, 0.01):
             continue
+    gate.set()
     assert queue.wait(ids, 120)
     added, locked, again = (j.result for j in queue.jobs(ids))
     assert added.status == "added" and added.pages == 4 and added.chunks > 0

@@ -317,7 +317,7 @@ def test_failures_never_show_paths_or_tracebacks(hub, demo_lib, monkeypatch):
     def boom(*a, **kw):
         raise RuntimeError(f"disk error in {demo_lib.settings.data_dir}/qdrant/collection")
 
-    monkeypatch.setattr(demo_lib.store, "candidates", boom)
+    monkeypatch.setattr(demo_lib.store, "run", boom)
     with pytest.raises(DemoTrouble) as err:
         s.search("anything")
     assert str(demo_lib.settings.data_dir) not in str(err.value) and "Traceback" not in str(err.value)

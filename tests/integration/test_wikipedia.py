@@ -118,12 +118,10 @@ def snapshot(lib: Library) -> tuple:
 
 
 def stored_chunks(lib: Library, doc_id: str):
-    from qdrant_client import models
-
     from rag_core.store import METADATA_KEY, chunk_from_payload
 
-    points, _ = lib.store.client.scroll(lib.store.collection, scroll_filter=models.Filter(must=[models.FieldCondition(
-        key=f"{METADATA_KEY}.doc_id", match=models.MatchValue(value=doc_id))]), limit=1000, with_payload=True)
+    points = [p for batch in lib.store.backend.points(with_vectors=False) for p in batch
+              if p.payload[METADATA_KEY]["doc_id"] == doc_id]
     return sorted((chunk_from_payload(p.payload) for p in points), key=lambda c: c.index)
 
 

@@ -1,0 +1,144 @@
+"""The storage contract shared by the backends: names, the Backend protocol and the value types it speaks."""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from langchain_qdrant import SparseVector
+
+if TYPE_CHECKING:
+    pass
+
+DENSE = "dense"
+LEXICAL = "lexical"
+CONTENT_KEY = "page_content"  # langchain-qdrant's payload layout: {page_content, metadata}
+METADATA_KEY = "metadata"
+STATUS_KEY = "status"  # metadata.status of chunk points, status of registry entries
+PENDING, COMPLETE, DELETING = "pending", "complete", "deleting"
+INDEXED_FIELDS = ("doc_id", "owner", STATUS_KEY)  # keyword payload indexes under metadata.
+RRF_K = 2  # Qdrant's default ranking constant, given explicitly so both backends fuse alike
+
+_REGISTRY_NS = uuid.UUID("6b1f3c1e-6a39-4c5e-9d55-8f0f1b5a2c11")  # = rag_core.models' point namespace
+META_POINT_ID = str(uuid.uuid5(_REGISTRY_NS, "docchat:library-meta"))
+
+
+def registry_point_id(doc_id: str) -> str:
+    """Point id of a document's registry entry (the id a chunk with index -1 would have)."""
+    return str(uuid.uuid5(_REGISTRY_NS, f"{doc_id}:-1"))
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which chunk points a search or count sees: complete ones only (default), of these documents and owners."""
+
+    doc_ids: tuple[str, ...] | None = None
+    owners: tuple[str | None, ...] | None = None
+    complete_only: bool = True
+
+
+@dataclass(frozen=True)
+class Search:
+    """One ranked list: nearest to `dense`, to `sparse`, or both fused inside Qdrant (`fusion` "rrf" / "dbsf")."""
+
+    limit: int
+    dense: Sequence[float] | None = None
+    sparse: SparseVector | None = None
+    fusion: str | None = None
+    prefetch_limit: int | None = None  # candidates per side for a fusion (default: limit)
+
+    def kind(self) -> str:
+        """"dense", "sparse" or the fusion name; ValueError when the search has nothing to search with."""
+        if self.dense is not None and self.sparse is not None:
+            if self.fusion not in ("rrf", "dbsf"):
+                raise ValueError("a dense + sparse search needs fusion 'rrf' or 'dbsf'")
+            return self.fusion
+        if self.dense is not None:
+            return DENSE
+        if self.sparse is not None:
+            return "sparse"
+        raise ValueError("a search needs a dense or a sparse vector")
+
+
+@dataclass(frozen=True)
+class RawPoint:
+    """A chunk point exactly as stored: id, dense vector, lexical sparse vector, payload {page_content, metadata}."""
+
+    id: str
+    dense: Sequence[float]
+    sparse: SparseVector
+    payload: dict[str, Any]
+
+
+class Hit(NamedTuple):
+    """One search result: point id, score and payload."""
+
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+class Backend(Protocol):
+    """What Store needs from a storage engine; implementations are safe to call from many threads."""
+
+    kind: str  # "edge" | "server"
+
+    def read_meta(self) -> dict[str, Any] | None:
+        """The library metadata, or None when the chunk collection does not exist yet."""
+
+    def create(self, dim: int, meta: dict[str, Any]) -> None:
+        """Create the chunk collection (dense of `dim`, lexical with IDF, payload indexes) and record `meta`."""
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        """Replace the library metadata."""
+
+    def upsert(self, points: Sequence[RawPoint]) -> None:
+        """Insert or replace chunk points (one call, written before it returns)."""
+
+    def set_status(self, doc_id: str, status: str) -> None:
+        """Set metadata.status on every chunk point of a document."""
+
+    def delete_document(self, doc_id: str) -> None:
+        """Delete every chunk point of a document."""
+
+    def count(self, scope: Scope | None = None) -> int:
+        """Exact number of chunk points in `scope` (None: all, complete or not)."""
+
+    def search(self, searches: Sequence[Search], scope: Scope) -> list[list[Hit]]:
+        """Run several searches in `scope` as one engine request; one ranked list per search, with payloads."""
+
+    def points(self, with_vectors: bool = True, batch: int = 256) -> Iterator[list[RawPoint]]:
+        """Every chunk point in batches (vectors empty when not asked for)."""
+
+    def set_sparse(self, vectors: Sequence[tuple[str, SparseVector]]) -> None:
+        """Replace the lexical vectors of these points (dense vectors and payloads kept)."""
+
+    def get_entry(self, doc_id: str) -> dict[str, Any] | None:
+        """A document's registry entry, or None."""
+
+    def put_entry(self, entry: dict[str, Any]) -> None:
+        """Write a registry entry (keyed by entry["doc_id"])."""
+
+    def delete_entry(self, doc_id: str) -> None:
+        """Remove a document's registry entry."""
+
+    def entries(self, status: str, owners: Sequence[str | None] | None = None) -> list[dict[str, Any]]:
+        """Registry entries with this status (and one of these owners)."""
+
+    def flush(self) -> None:
+        """Make every write so far durable on disk."""
+
+    def unindexed_points(self) -> int:
+        """Roughly how many chunk points are searched exhaustively (no HNSW index yet)."""
+
+    def optimize(self) -> bool:
+        """Build the search indexes of everything written so far (blocking); True when anything changed."""
+
+    def close(self) -> None:
+        """Release the engine (and, embedded, the library folder)."""
+
+
+def sparse_vector(indices: Sequence[int], values: Sequence[float]) -> SparseVector:
+    """A SparseVector from trusted (indices, values), without pydantic validation."""
+    return SparseVector.model_construct(indices=list(indices), values=list(values))
