@@ -170,13 +170,7 @@ class Embedder(Embeddings):
     # -- tokens ------------------------------------------------------------
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Word pieces per text, without the [CLS]/[SEP] the model adds."""
-        if not texts:
-            return []
-        self.wait()
-        with self._counter_lock:
-            enc = self._counter(list(texts), add_special_tokens=False, return_attention_mask=False,
-                                return_token_type_ids=False)
-        return [len(ids) for ids in enc["input_ids"]]
+        return [len(ids) for ids in self.token_ids(texts)]
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character (start, end) of every word piece in `text`."""

@@ -24,53 +24,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .base import (
-    COMPLETE,
-    CONTENT_KEY,
-    DELETING,
-    DENSE,
-    INDEXED_FIELDS,
-    LEXICAL,
-    META_POINT_ID,
-    METADATA_KEY,
-    PENDING,
-    RRF_K,
-    STATUS_KEY,
-    Backend,
-    Hit,
-    RawPoint,
-    Scope,
-    Search,
-    registry_point_id,
-    sparse_vector,
-)
+from .base import *  # noqa: F403 - the package re-exports the storage contract
+from .base import Backend
+from .base import __all__ as _base_all
 
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = [
-    "Backend",
-    "COMPLETE",
-    "CONTENT_KEY",
-    "DELETING",
-    "DENSE",
-    "Hit",
-    "INDEXED_FIELDS",
-    "LEXICAL",
-    "METADATA_KEY",
-    "META_POINT_ID",
-    "PENDING",
-    "RRF_K",
-    "RawPoint",
-    "STATUS_KEY",
-    "Scope",
-    "Search",
-    "registry_point_id",
-    "sparse_vector",
-    "edge_path",
-    "has_local_mode_library",
-    "open_backend",
-]
+__all__ = [*_base_all, "edge_path", "has_local_mode_library", "open_backend"]
 
 
 def edge_path(settings: Settings) -> Path:

@@ -142,3 +142,38 @@ class Backend(Protocol):
 def sparse_vector(indices: Sequence[int], values: Sequence[float]) -> SparseVector:
     """A SparseVector from trusted (indices, values), without pydantic validation."""
     return SparseVector.model_construct(indices=list(indices), values=list(values))
+
+
+def raw_points(records: Sequence[Any]) -> list[RawPoint]:
+    """RawPoints from records read back from either engine (`id`, `vector` as a dict by name, `payload`)."""
+    out = []
+    for r in records:
+        vec: Any = r.vector if isinstance(r.vector, dict) else {}
+        sv = vec.get(LEXICAL)
+        out.append(RawPoint(str(r.id), list(vec.get(DENSE) or []),
+                            sparse_vector(sv.indices, sv.values) if sv is not None else sparse_vector([], []),
+                            r.payload or {}))
+    return out
+
+
+__all__ = [
+    "Backend",
+    "COMPLETE",
+    "CONTENT_KEY",
+    "DELETING",
+    "DENSE",
+    "Hit",
+    "INDEXED_FIELDS",
+    "LEXICAL",
+    "METADATA_KEY",
+    "META_POINT_ID",
+    "PENDING",
+    "RRF_K",
+    "RawPoint",
+    "STATUS_KEY",
+    "Scope",
+    "Search",
+    "raw_points",
+    "registry_point_id",
+    "sparse_vector",
+]

@@ -18,21 +18,8 @@ from langchain_qdrant import SparseVector
 from qdrant_client import QdrantClient, models
 
 from ..errors import StoreUnavailable
-from .base import (
-    COMPLETE,
-    DENSE,
-    INDEXED_FIELDS,
-    LEXICAL,
-    METADATA_KEY,
-    RRF_K,
-    STATUS_KEY,
-    Hit,
-    RawPoint,
-    Scope,
-    Search,
-    registry_point_id,
-    sparse_vector,
-)
+from . import base
+from .base import DENSE, LEXICAL, METADATA_KEY, STATUS_KEY, Hit, RawPoint, Scope, Search
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -72,7 +59,7 @@ def scope_filter(scope: Scope) -> models.Filter | None:
     """The qdrant-client filter of a Scope (status, doc ids, owners), evaluated inside Qdrant."""
     must: list[models.Condition] = []
     if scope.complete_only:
-        must.append(models.FieldCondition(key=f"{METADATA_KEY}.{STATUS_KEY}", match=models.MatchValue(value=COMPLETE)))
+        must.append(models.FieldCondition(key=f"{METADATA_KEY}.{STATUS_KEY}", match=models.MatchValue(value=base.COMPLETE)))
     if scope.doc_ids is not None:
         must.append(models.FieldCondition(key=f"{METADATA_KEY}.doc_id", match=models.MatchAny(any=list(scope.doc_ids))))
     if scope.owners is not None:
@@ -95,7 +82,7 @@ def _request(s: Search, flt: models.Filter | None) -> models.QueryRequest:
                                    with_payload=True)
     assert s.sparse is not None and s.dense is not None
     pre = s.prefetch_limit or s.limit
-    fusion: models.Query = (models.RrfQuery(rrf=models.Rrf(k=RRF_K)) if kind == "rrf"
+    fusion: models.Query = (models.RrfQuery(rrf=models.Rrf(k=base.RRF_K)) if kind == "rrf"
                             else models.FusionQuery(fusion=models.Fusion.DBSF))
     return models.QueryRequest(query=fusion, limit=s.limit, with_payload=True, prefetch=[
         models.Prefetch(query=list(s.dense), using=DENSE, limit=pre, filter=flt),
@@ -134,7 +121,7 @@ class ClientBackend:
                 metadata=meta)
             with warnings.catch_warnings():  # local mode (tests) warns that it has no payload indexes
                 warnings.filterwarnings("ignore", message="Payload indexes have no effect", category=UserWarning)
-                for key in INDEXED_FIELDS:
+                for key in base.INDEXED_FIELDS:
                     self.client.create_payload_index(self.collection, f"{METADATA_KEY}.{key}",
                                                      models.PayloadSchemaType.KEYWORD)
             if not self.client.collection_exists(self.registry):
@@ -185,13 +172,7 @@ class ClientBackend:
             with self._lock:
                 records, offset = self.client.scroll(self.collection, limit=batch, offset=offset, with_payload=True,
                                                      with_vectors=with_vectors)
-            out = []
-            for r in records:
-                vec: Any = r.vector if isinstance(r.vector, dict) else {}
-                sv = vec.get(LEXICAL)
-                out.append(RawPoint(str(r.id), list(vec.get(DENSE) or []),
-                                    sparse_vector(sv.indices, sv.values) if sv is not None else sparse_vector([], []),
-                                    r.payload or {}))
+            out = base.raw_points(records)
             if out:
                 yield out
             if offset is None:
@@ -207,19 +188,19 @@ class ClientBackend:
     def get_entry(self, doc_id: str) -> dict[str, Any] | None:
         """A document's registry entry, or None."""
         with self._lock:
-            got = self.client.retrieve(self.registry, ids=[registry_point_id(doc_id)], with_payload=True)
+            got = self.client.retrieve(self.registry, ids=[base.registry_point_id(doc_id)], with_payload=True)
         return dict(got[0].payload or {}) if got else None
 
     def put_entry(self, entry: dict[str, Any]) -> None:
         """Write a registry entry."""
         with self._lock:
             self.client.upsert(self.registry, wait=True, points=[
-                models.PointStruct(id=registry_point_id(entry["doc_id"]), vector={}, payload=entry)])
+                models.PointStruct(id=base.registry_point_id(entry["doc_id"]), vector={}, payload=entry)])
 
     def delete_entry(self, doc_id: str) -> None:
         """Remove a document's registry entry."""
         with self._lock:
-            self.client.delete(self.registry, points_selector=models.PointIdsList(points=[registry_point_id(doc_id)]),
+            self.client.delete(self.registry, points_selector=models.PointIdsList(points=[base.registry_point_id(doc_id)]),
                                wait=True)
 
     def entries(self, status: str, owners: Sequence[str | None] | None = None) -> list[dict[str, Any]]:

@@ -41,8 +41,8 @@ from .base import (
     RawPoint,
     Scope,
     Search,
+    raw_points,
     registry_point_id,
-    sparse_vector,
 )
 
 log = logging.getLogger(__name__)
@@ -218,13 +218,7 @@ class EdgeBackend:
         while True:
             records, offset = self._chunks.scroll(qe.ScrollRequest(offset=offset, limit=batch, with_payload=True,
                                                                    with_vector=with_vectors))
-            out = []
-            for r in records:
-                vec: Any = r.vector if isinstance(r.vector, dict) else {}
-                sv = vec.get(LEXICAL)
-                out.append(RawPoint(str(r.id), list(vec.get(DENSE) or []),
-                                    sparse_vector(sv.indices, sv.values) if sv is not None else sparse_vector([], []),
-                                    r.payload or {}))
+            out = raw_points(records)
             if out:
                 yield out
             if offset is None:
