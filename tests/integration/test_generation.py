@@ -1,4 +1,5 @@
-"""Grounded answers end to end: real fixture documents, real embedding model, real Qdrant (local mode), and the
+"""Grounded answers end to end: real fixture documents, real embedding model, real Qdrant (every answer test runs on
+the embedded Qdrant Edge and on qdrant-client standing in for a server), and the
 real ChatOllama / ollama client talking HTTP to the scripted Ollama-compatible server in tests/ollama_server.py,
 and any other LangChain chat model (langchain_core's fake ones) in its place."""
 from __future__ import annotations
@@ -14,6 +15,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 from ollama_server import OllamaServer, Reply
+from store_helpers import BACKENDS, open_library
 
 from rag_core import generation as gen
 from rag_core.config import Settings
@@ -27,11 +29,11 @@ ZEN_Q = "Which is better, beautiful or ugly?"
 OFF_TOPIC_Q = "Who won the 2018 FIFA World Cup final?"
 
 
-@pytest.fixture(scope="module")
-def docs_library(tmp_path_factory, embedder):
-    """One library with real fixture files, shared read-only by this module's tests."""
+@pytest.fixture(scope="module", params=BACKENDS)
+def docs_library(request, tmp_path_factory, embedder):
+    """One library with real fixture files on each backend, shared read-only by this module's tests."""
     settings = Settings(data_dir=tmp_path_factory.mktemp("gen") / "data")
-    lib = Library(settings, embedder=embedder)
+    lib = open_library(request.param, settings, embedder)
     for name in FILES:
         result = lib.ingest_path(DOCS / name)
         assert result.status == "added", result
