@@ -264,3 +264,13 @@ def test_upload_limit_follows_the_setting_and_the_streamlit_config_agrees(app, m
     assert uploader.proto.max_upload_size_mb == 7
     assert "up to 7 MB each" in uploader.help
     assert uploader.proto.type == [".pdf", ".docx", ".txt", ".md", ".markdown"]
+
+
+def test_an_invalid_setting_stops_the_page_with_one_sentence(app, monkeypatch):
+    monkeypatch.setenv("DOCCHAT_TOP_K", "0")
+    for page in (None, "pages/library.py", "pages/settings.py"):
+        at = new_app(page)
+        assert not at.exception
+        errors = [plain(e) for e in texts(at.error)]
+        assert errors == ["DOCCHAT_TOP_K=0 is not allowed: use a whole number from 1 to 50."], errors
+        assert not at.chat_input and not at.get("file_uploader")
