@@ -3,6 +3,7 @@ build safe source links, and render a PDF page with a passage highlighted (PyMuP
 from __future__ import annotations
 
 import logging
+import math
 import re
 import string
 from urllib.parse import quote, urlsplit
@@ -184,6 +185,9 @@ def _highlight(pg, needles: list[str], color: tuple[float, float, float]) -> lis
     return rects
 
 
+MAX_PAGE_PIXELS = 4_000_000  # a page image never exceeds 4 megapixels (memory and time stay bounded)
+
+
 def render_pdf_page(pdf: bytes, page: int, passage: str, evidence: str | None = None, zoom: float = 2.0,
                     crop: bool = True) -> bytes | None:
     """PNG of page `page` (1-based) with the passage (light) and the evidence (strong) highlighted.
@@ -214,7 +218,15 @@ def render_pdf_page(pdf: bytes, page: int, passage: str, evidence: str | None = 
             if box.height < 0.7 * full.height:
                 clip = pymupdf.Rect(max(full.x0, box.x0 - CROP_MARGIN_PT), max(full.y0, box.y0 - CROP_MARGIN_PT),
                                     min(full.x1, box.x1 + CROP_MARGIN_PT), min(full.y1, box.y1 + CROP_MARGIN_PT))
-        return pg.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True, clip=clip).tobytes("png")
+        area = (clip or pg.rect).width * (clip or pg.rect).height
+        if area <= 0:
+            return None
+        zoom = min(zoom, math.sqrt(MAX_PAGE_PIXELS / area))  # a huge page is drawn smaller, never bigger than the cap
+        try:
+            return pg.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True, clip=clip).tobytes("png")
+        except Exception as e:  # noqa: BLE001 - MuPDF raises its own kinds on hostile pages: no image, one log line
+            log.warning("Cannot draw page %d: %s", page, type(e).__name__)
+            return None
     finally:
         doc.close()
 

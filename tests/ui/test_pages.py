@@ -274,3 +274,14 @@ def test_an_invalid_setting_stops_the_page_with_one_sentence(app, monkeypatch):
         errors = [plain(e) for e in texts(at.error)]
         assert errors == ["DOCCHAT_TOP_K=0 is not allowed: use a whole number from 1 to 50."], errors
         assert not at.chat_input and not at.get("file_uploader")
+
+
+def test_streamlit_config_keeps_the_app_quiet_offline_and_traceback_free():
+    import tomllib
+
+    from ui_helpers import ROOT
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["client"]["showErrorDetails"] == "none"
+    assert config["server"]["fileWatcherType"] == "none"
+    assert config["browser"]["serverAddress"] and config["browser"]["gatherUsageStats"] is False

@@ -209,3 +209,19 @@ def test_labels_for_people():
     assert render.kind_label("docx") == "Word" and render.kind_label("wikipedia") == "Wikipedia"
     assert render.date_label("not a date") == ""
     assert re.fullmatch(r"\d{1,2} \w{3} 2026, \d\d:\d\d", render.date_label("2026-11-29T17:55:00+00:00"))
+
+
+def test_a_huge_page_is_drawn_within_the_pixel_cap():
+    import pymupdf
+
+    from rag_core.render import MAX_PAGE_PIXELS, render_pdf_page
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=11000, height=11000)  # MuPDF refuses to draw this at 2x ("Overly large image")
+    page.insert_text((500, 500), "The giant poster says hello to every visitor.", fontsize=60)
+    pdf = doc.tobytes()
+    png = render_pdf_page(pdf, 1, "The giant poster says hello to every visitor.", crop=False)
+    assert png is not None
+    pix = pymupdf.Pixmap(png)
+    assert pix.width * pix.height <= MAX_PAGE_PIXELS
+    assert render_pdf_page(pdf, 2, "no such page") is None
