@@ -11,6 +11,8 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --disable-pip-version-check -r requirements.txt
 	$(PIP) install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@# Older DocChat installed fastembed, whose onnxruntime sends DNS queries from native code: remove it on upgrade.
+	$(PIP) uninstall -q -y --disable-pip-version-check fastembed onnxruntime 2>/dev/null || true
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt

@@ -52,6 +52,24 @@ class FileTooLarge(IngestError):
         )
 
 
+class NotARegularFile(IngestError):
+    def __init__(self, file_name: str, what: str = "not a regular file") -> None:
+        super().__init__(
+            file_name,
+            f"this is {what}, not a document file, so it was not read.",
+            "Name an ordinary PDF, Word (.docx), text (.txt) or Markdown (.md) file instead.",
+        )
+
+
+class TooManyPassages(IngestError):
+    def __init__(self, file_name: str, limit: int) -> None:
+        super().__init__(
+            file_name,
+            f"the file is too large to index (it would make more than {limit:,} passages).",
+            "Split it into several smaller files and add those instead.",
+        )
+
+
 class EncryptedFile(IngestError):
     def __init__(self, file_name: str) -> None:
         super().__init__(

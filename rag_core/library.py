@@ -14,8 +14,8 @@ from pathlib import Path
 from .chunking import chunk_document
 from .config import Settings
 from .embeddings import Embedder
-from .errors import DocChatError, FileTooLarge, NoText
-from .loaders import check_size, load_bytes
+from .errors import DocChatError, FileTooLarge, NotARegularFile, NoText
+from .loaders import check_size, load_bytes, read_file
 from .migrate import migrate_if_needed
 from .models import Document, DocumentInfo, Passage
 from .originals import KINDS_KEPT, delete_original, load_original, save_original
@@ -115,16 +115,14 @@ class Library:
                 "changed. Try again, and if it keeps failing, convert the file to PDF and upload that."))
 
     def ingest_path(self, path: Path, owner: str | None = None, progress: Progress | None = None) -> IngestResult:
-        """Add one file from disk (size checked before reading)."""
+        """Add one file from disk: only regular files, read no further than the upload limit (`read_file`)."""
         try:
-            size = path.stat().st_size
+            data = read_file(path, self.settings)
         except OSError as e:
             return IngestResult(str(path), "failed", error=f"“{path.name}”: the file could not be opened ({e.strerror}).")
-        try:
-            self.check_size(path.name, size)
-        except FileTooLarge as e:
+        except (FileTooLarge, NotARegularFile) as e:
             return IngestResult(str(path), "failed", error=str(e))
-        return self.ingest_bytes(path.read_bytes(), path.name, owner, progress, label=str(path))
+        return self.ingest_bytes(data, path.name, owner, progress, label=str(path))
 
     # -- read / delete -------------------------------------------------------
     def documents(self, owners: Iterable[str | None] | None = None) -> list[DocumentInfo]:

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import stat
 import zipfile
 from pathlib import Path, PurePath
 
 from rag_core.config import Settings
-from rag_core.errors import CorruptFile, EmptyFile, FileTooLarge, UnsupportedFileType
+from rag_core.errors import CorruptFile, EmptyFile, FileTooLarge, NotARegularFile, UnsupportedFileType
 from rag_core.models import Document, SourceMeta
 
 from ._common import Extracted, doc_id_for
 
 log = logging.getLogger(__name__)
 
-__all__ = ["load_bytes", "load_file", "sniff_kind", "MARKDOWN_EXTENSIONS"]
+__all__ = ["check_size", "load_bytes", "load_file", "read_file", "sniff_kind", "MARKDOWN_EXTENSIONS"]
 
 MARKDOWN_EXTENSIONS = frozenset({".md", ".markdown"})
 
@@ -106,11 +108,54 @@ def load_bytes(data: bytes, file_name: str, settings: Settings) -> Document:
     )
 
 
-def load_file(path: str | Path, settings: Settings) -> Document:
-    """Load a file from disk (size checked before reading); the file name is the path's last part."""
+_READ_BLOCK = 1024 * 1024
+
+
+def _not_regular(mode: int) -> str:
+    """What a non-regular file is, in words ("a folder", "a named pipe (FIFO)", ...)."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def read_file(path: str | Path, settings: Settings) -> bytes:
+    """The bytes of a regular file, read up to the upload limit: FIFOs, devices and folders are refused before they
+    are opened for reading, and reading stops one byte past the limit (FileTooLarge) whatever `stat` says the size
+    is (/dev/zero and /proc files say 0). OSError when the file cannot be opened."""
     path = Path(path)
-    check_size(path.name, path.stat().st_size, settings)
-    return load_bytes(path.read_bytes(), path.name, settings)
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotARegularFile(path.name, _not_regular(st.st_mode))
+    check_size(path.name, st.st_size, settings)  # cheap early refusal; the read below is what enforces it
+    # O_NONBLOCK: should the path be swapped for a FIFO after the check, opening it still does not hang.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(path.name, _not_regular(mode))
+        limit = settings.max_upload_bytes + 1
+        parts: list[bytes] = []
+        size = 0
+        while size < limit:
+            block = f.read(min(_READ_BLOCK, limit - size))
+            if not block:
+                break
+            parts.append(block)
+            size += len(block)
+    check_size(path.name, size, settings)
+    return b"".join(parts)
+
+
+def load_file(path: str | Path, settings: Settings) -> Document:
+    """Load a regular file from disk (see `read_file`); the file name is the path's last part."""
+    path = Path(path)
+    return load_bytes(read_file(path, settings), path.name, settings)
 
 
 def sniff_kind(data: bytes, file_name: str) -> str:

@@ -19,13 +19,15 @@ _MIN_BAD_CHARS = 16  # ...and a few stray ones in a tiny file do not make it bin
 
 # C0/C1 control characters other than \t \n \v \f \r, plus the replacement character.
 _BAD_CHAR_RE = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\ufffd]")
-_ATX_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# Every pattern here runs in linear time on any line (no nested or lazy repeats that can backtrack over a long one):
+# the closing "###" of an ATX heading is stripped in `_atx_heading`, not by the pattern.
+_ATX_RE = re.compile(r"^ {0,3}(#{1,6})(?=[ \t]|$)")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SETEXT_RE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _NOT_PARAGRAPH_RE = re.compile(r"^ {0,3}(?:[-*+>|]|\d{1,9}[.)])(?:\s|$)|^\s*$|^ {4}")
-_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_LINK_RE = re.compile(r"!?\[([^\[\]]*)\]\([^()]*\)")
 _EMPHASIS_RE = re.compile(r"(\*\*|__|\*|`)(.+?)\1")
-_FRONT_MATTER_TITLE_RE = re.compile(r"^title:\s*(.+?)\s*$", re.IGNORECASE)
+_FRONT_MATTER_TITLE_RE = re.compile(r"^title:(.*)$", re.IGNORECASE)
 
 
 def decode_text(data: bytes, file_name: str) -> str:
@@ -105,7 +107,7 @@ def _markdown_headings(text: str) -> tuple[list[tuple[int, tuple[str, ...]]], st
             if not first and line.strip() in ("---", "..."):
                 in_front_matter = False
             elif m := _FRONT_MATTER_TITLE_RE.match(line):
-                front_title = m.group(1).strip("'\"") or None
+                front_title = m.group(1).strip().strip("'\"") or None
             first = False
             para_lines = 0
             continue
@@ -121,7 +123,7 @@ def _markdown_headings(text: str) -> tuple[list[tuple[int, tuple[str, ...]]], st
             para_lines = 0
             continue
         if m := _ATX_RE.match(line):
-            heading = _plain_heading(m.group(2) or "")
+            heading = _plain_heading(_atx_heading(line[m.end():]))
             if heading:
                 level = len(m.group(1))
                 heads.append((start, stack.push(level, heading)))
@@ -141,6 +143,15 @@ def _markdown_headings(text: str) -> tuple[list[tuple[int, tuple[str, ...]]], st
         para_lines = 0 if _NOT_PARAGRAPH_RE.match(line) else para_lines + 1
         prev_start, prev_line = start, line
     return heads, title or front_title
+
+
+def _atx_heading(rest: str) -> str:
+    """The text of an ATX heading line after its opening #s: blanks and a closing run of #s dropped ("a ##" -> "a")."""
+    rest = rest.strip(" \t")
+    bare = rest.rstrip("#")
+    if bare != rest and (not bare or bare[-1] in " \t"):
+        return bare.rstrip(" \t")
+    return rest
 
 
 def _plain_heading(raw: str) -> str:
