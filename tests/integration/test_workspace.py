@@ -158,3 +158,26 @@ def test_session_settings_apply_only_allowed_overrides():
     assert local.ollama_host == "http://mine:1" and local.top_k == 7 and str(local.data_dir) != "/etc"
     demo = session_settings(base.with_overrides(mode="demo"), {"ollama_host": "http://mine:1", "top_k": 7})
     assert demo.ollama_host == "http://server:11434" and demo.top_k == 7
+
+
+def test_wikipedia_articles_keep_no_copy_and_delete_cleanly(tmp_path, embedder):
+    """A Wikipedia import stores no private file; deleting it (or a PDF beside it) leaves nothing behind."""
+    from tests.integration.test_wikipedia import PY_TITLE, python_body
+    from tests.wiki_server import WikiReplayServer
+
+    from rag_core import wikipedia
+
+    with WikiReplayServer() as server:
+        settings = Settings(data_dir=tmp_path / "data", wikipedia_api=server.url_template, wikipedia_backoff_s=0.02)
+        lib = Library(settings, embedder=embedder)
+        try:
+            server.respond({"titles": PY_TITLE, "prop": "extracts"}, python_body())
+            article = wikipedia.import_article(lib, settings, PY_TITLE)
+            pdf = lib.ingest_bytes(PDF.read_bytes(), "report.pdf")
+            assert article.status == "added" and pdf.status == "added"
+            assert _kept(settings) == [f"{pdf.doc_id}.pdf"]  # the article has no original to keep
+            lib.delete(article.doc_id)
+            lib.delete(pdf.doc_id)
+            assert lib.documents() == [] and _kept(settings) == []
+        finally:
+            lib.close()
