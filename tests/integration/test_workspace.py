@@ -162,10 +162,9 @@ def test_session_settings_apply_only_allowed_overrides():
 
 def test_wikipedia_articles_keep_no_copy_and_delete_cleanly(tmp_path, embedder):
     """A Wikipedia import stores no private file; deleting it (or a PDF beside it) leaves nothing behind."""
+    from rag_core import wikipedia
     from tests.integration.test_wikipedia import PY_TITLE, python_body
     from tests.wiki_server import WikiReplayServer
-
-    from rag_core import wikipedia
 
     with WikiReplayServer() as server:
         settings = Settings(data_dir=tmp_path / "data", wikipedia_api=server.url_template, wikipedia_backoff_s=0.02)
