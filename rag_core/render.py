@@ -53,10 +53,8 @@ def escape_stream(delta: str) -> str:
     Line breaks are kept as hard breaks so lists and paragraphs of the reply still read as such.
     """
     delta = _CONTROL.sub("", (delta or "").replace("\r", ""))
-    # A joiner after ":" and "@" and before "." breaks every autolink form ("http://", "a@b", "www.") whatever way the
-    # reply is cut into pieces: "www" and its dot may arrive in different pieces.
-    return "".join((WORD_JOINER if ch == "." else "") + "\\" + ch + (WORD_JOINER if ch in ":@" else "")
-                   if ch in _PUNCT else ("  \n" if ch == "\n" else ch) for ch in delta)
+    return "".join("\\" + ch + (WORD_JOINER if ch in ":@" else "") if ch in _PUNCT else ("  \n" if ch == "\n" else ch)
+                   for ch in delta)
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:([-*•])|(\d{1,2})[.)])\s+(?=\S)")

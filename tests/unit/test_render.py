@@ -109,7 +109,7 @@ def test_messages_keep_code_spans_and_escape_the_rest():
     md = render.message_markdown("“<b>x</b>.pdf”: locked. Run `ollama pull llama3.2:3b` then retry.")
     out = MD.render(md)
     assert "<code>ollama pull llama3.2:3b</code>" in out
-    assert "&lt;b&gt;x&lt;/b&gt;.pdf" in out.replace(render.WORD_JOINER, "") and "<b>" not in out
+    assert "&lt;b&gt;x&lt;/b&gt;.pdf" in out and "<b>" not in out
 
 
 @pytest.mark.parametrize("url,anchor,expected", [
@@ -225,15 +225,3 @@ def test_a_huge_page_is_drawn_within_the_pixel_cap():
     pix = pymupdf.Pixmap(png)
     assert pix.width * pix.height <= MAX_PAGE_PIXELS
     assert render_pdf_page(pdf, 2, "no such page") is None
-
-
-@pytest.mark.parametrize("cut", [1, 2, 3, 4, 7])
-def test_streamed_reply_never_forms_an_autolink_however_it_is_cut(cut):
-    from rag_core.render import WORD_JOINER, escape_stream
-
-    reply = "Visit www.evil.example or WWW.Evil.Example, mail me@evil.example, or https://evil.example/x."
-    pieces = [reply[i:i + cut] for i in range(0, len(reply), cut)]
-    shown = "".join(escape_stream(p) for p in pieces)
-    for form in ("www.", "www\\.", "WWW\\.", "://", ":\\/", "\\@e"):
-        assert form not in shown, form
-    assert shown.replace(WORD_JOINER, "").replace("\\", "") == reply  # reads exactly as the reply
