@@ -46,40 +46,41 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def cold_start(browser, start) -> dict:
-    """Seconds from process start to /_stcore/health, to the first heading painted, and to the script idle."""
-    page = browser.new_page()
-    t0 = time.perf_counter()
+TITLE = '[data-testid="stMainBlockContainer"] h1'
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+CHAT_ENABLED = '[data-testid="stChatInput"] textarea:not([disabled])'
+
+
+def _timed_visit(browser, start, ready_selector: str, from_process_start: bool) -> tuple[float, float, float]:
+    """(seconds to /_stcore/health, to the title, to `ready_selector`), counted from the process start or from the
+    browser's first request."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    t_start = time.perf_counter()
     proc, url = start()
     try:
         health = wait_for_health(url, proc=proc)
+        t0 = t_start if from_process_start else time.perf_counter()
         page.goto(url)
-        page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=120_000)
-        paint = time.perf_counter() - t0
-        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=120_000)
+        page.wait_for_selector(TITLE, timeout=180_000)
+        title = time.perf_counter() - t0
+        page.wait_for_selector(ready_selector, timeout=180_000)
         ready = time.perf_counter() - t0
     finally:
         page.close()
         _stop(proc)
+    return health, title, ready
+
+
+def cold_start(browser, start) -> dict:
+    """Seconds from process start to /_stcore/health, to the first heading painted, and to the script idle."""
+    health, paint, ready = _timed_visit(browser, start, IDLE, from_process_start=True)
     return {"health_s": round(health, 3), "first_paint_s": round(paint, 3), "ready_s": round(ready, 3)}
 
 
 def first_visit(browser, start) -> dict:
     """Seconds from the first browser visit of a freshly started app (health already answered) to the title and to
     an enabled chat input."""
-    proc, url = start()
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    try:
-        wait_for_health(url, proc=proc)
-        t0 = time.perf_counter()
-        page.goto(url)
-        page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=180_000)
-        title = time.perf_counter() - t0
-        page.wait_for_selector('[data-testid="stChatInput"] textarea:not([disabled])', timeout=180_000)
-        ready = time.perf_counter() - t0
-    finally:
-        page.close()
-        _stop(proc)
+    _health, title, ready = _timed_visit(browser, start, CHAT_ENABLED, from_process_start=False)
     return {"title_s": round(title, 3), "chat_enabled_s": round(ready, 3)}
 
 
