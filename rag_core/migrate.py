@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .backends import COMPLETE, CONTENT_KEY, DENSE, METADATA_KEY, STATUS_KEY, RawPoint, edge_path, sparse_vector
+from .backends import COMPLETE, CONTENT_KEY, DENSE, METADATA_KEY, PENDING, RawPoint, edge_path
+from .backends.client import ClientBackend
 from .backends.edge import EdgeBackend
 from .config import Settings
 from .embeddings import LEXICAL_VERSION, Embedder
@@ -181,58 +182,43 @@ def _check_model(settings: Settings, client: Any, embedder: Embedder) -> dict[st
 
 def _copy(client: Any, store: Store, collection: str, progress: Progress | None) -> tuple[int, int]:
     """Write the complete documents' points (lexical vectors re-encoded) and registry entries; (documents, points)."""
-    entries = [r.payload or {} for b in _batches(client, f"{collection}__library", False) for r in b]
-    complete = [e for e in entries if e.get(STATUS_KEY) == COMPLETE and e.get("doc_id")]
-    if len(complete) < len(entries):
-        log.warning("Leaving out %d documents whose adding never finished", len(entries) - len(complete))
+    old = ClientBackend(client, collection, serialize=False)  # the old layout is the server backend's layout
+    complete = [e for e in old.entries(COMPLETE) if e.get("doc_id")]
+    unfinished = len(old.entries(PENDING))
+    if unfinished:
+        log.warning("Leaving out %d documents whose adding never finished", unfinished)
     keep = {e["doc_id"] for e in complete}
     total = client.count(collection, exact=True).count
     log.warning("Upgrading your library to the new search engine (%d documents, %d passages; nothing is embedded "
                 "again)…", len(complete), total)
     # One import_points call for everything: it writes BATCH at a time and flushes once (a flush is ~40 ms).
-    written = store.import_points(_points(client, store, collection, keep, total, progress), status=COMPLETE,
-                                  batch=BATCH)
+    written = store.import_points(_points(old, store, keep, total, progress), status=COMPLETE, batch=BATCH)
     for entry in complete:  # one flush for all (import_entry flushes each: 12 ms a document)
         store.backend.put_entry(entry)
     store.backend.flush()
     return len(complete), written
 
 
-def _points(client: Any, store: Store, collection: str, keep: set[str], total: int,
+def _points(old: ClientBackend, store: Store, keep: set[str], total: int,
             progress: Progress | None) -> Iterator[RawPoint]:
     """The old chunk points of these documents, lexical vectors re-encoded; progress after each batch is written."""
     read = 0
     if progress:
         progress(STAGE, 0, total)
-    for records in _batches(client, collection, [DENSE]):
-        points = [_point(r) for r in records if ((r.payload or {}).get(METADATA_KEY) or {}).get("doc_id") in keep]
+    for batch in old.points(with_vectors=True, batch=BATCH):
+        points = [_modernised(p) for p in batch if (p.payload.get(METADATA_KEY) or {}).get("doc_id") in keep]
         yield from _reencoded(store, points)
-        read += len(records)  # import_points has written the batch once it asks for the next point
+        read += len(batch)  # import_points has written the batch once it asks for the next point
         log.info("Upgrading your library to the new search engine… %d/%d passages", read, total)
         if progress:
             progress(STAGE, read, total)
 
 
-def _batches(client: Any, collection: str, with_vectors: bool | list[str]) -> Iterator[list[Any]]:
-    """The points of an old collection (local mode) in batches of BATCH, with payloads."""
-    offset = None
-    while True:
-        records, offset = client.scroll(collection, limit=BATCH, offset=offset, with_payload=True,
-                                        with_vectors=with_vectors)
-        if records:
-            yield records
-        if offset is None:
-            return
-
-
-def _point(record: Any) -> RawPoint:
-    """An old chunk point as a RawPoint: same id and dense vector, metadata in today's layout (lexical set later)."""
-    payload = record.payload
-    old = payload[METADATA_KEY]
-    meta = {**old, **chunk_metadata(chunk_from_payload(payload)), "owner": old.get("owner")}
-    dense = record.vector[DENSE] if isinstance(record.vector, dict) else record.vector
-    return RawPoint(str(record.id), list(dense), sparse_vector([], []),
-                    {CONTENT_KEY: payload[CONTENT_KEY], METADATA_KEY: meta})
+def _modernised(point: RawPoint) -> RawPoint:
+    """An old chunk point with the same id and dense vector, its metadata in today's layout (lexical set later)."""
+    old = point.payload[METADATA_KEY]
+    meta = {**old, **chunk_metadata(chunk_from_payload(point.payload)), "owner": old.get("owner")}
+    return RawPoint(point.id, point.dense, point.sparse, {CONTENT_KEY: point.payload[CONTENT_KEY], METADATA_KEY: meta})
 
 
 def _reencoded(store: Store, points: Sequence[RawPoint]) -> list[RawPoint]:

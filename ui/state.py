@@ -12,7 +12,7 @@ import streamlit as st
 
 from rag_core.config import Settings, load_settings
 from rag_core.errors import DocChatError, SettingsError
-from rag_core.workspace import OVERRIDABLE, runtime_key, session_settings
+from rag_core.workspace import OVERRIDABLE, runtime_key
 
 if TYPE_CHECKING:  # imported lazily: loading them takes seconds, and the page paints first
     from rag_core.embeddings import Embedder
@@ -50,11 +50,6 @@ def base_settings() -> Settings:
         st.error(str(e), icon=":material/error:")
         st.stop()
         raise  # unreachable: st.stop() ends the run
-
-
-def get_settings() -> Settings:
-    """Settings for this session: the base settings plus what the person changed on the Settings page."""
-    return session_settings(base_settings(), st.session_state.get(OVERRIDES, {}))
 
 
 def set_override(name: str, value: Any) -> None:
