@@ -254,9 +254,8 @@ class DemoWorkspace(Workspace):
         from .demo import demo_banner
 
         self.banner = demo_banner(self.settings)
-        self.intro = ("DocChat answers from the shared sample documents and the files you add here. What you add is "
-                      "private to this browser session and is deleted after "
-                      f"{plural(self.settings.demo_session_idle_minutes, 'minute')} without activity.")
+        # The banner above it already says who sees the files and when they are deleted.
+        self.intro = "DocChat answers from the shared sample documents and the files you add here."
         self.hint = ("Everyone can try the shared sample documents, for example: “What does the Zen of Python say "
                      "about errors?” Add your own files on the Library page.")
 
