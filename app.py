@@ -8,7 +8,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import streamlit as st  # noqa: E402
 
 from ui.navigation import app_pages, mark_app_entry  # noqa: E402
+from ui.safe import guarded  # noqa: E402
 
 mark_app_entry()
 st.set_page_config(page_title="DocChat", page_icon="💬", layout="wide")
-st.navigation(app_pages()).run()
+with guarded("a page"):  # the last line of defence: whatever escapes a page is one sentence, never a traceback
+    st.navigation(app_pages()).run()

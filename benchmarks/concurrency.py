@@ -85,7 +85,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp, OllamaServer(models=[MODEL], default=Reply("From the sources [1].")) as srv:
         settings = Settings(data_dir=Path(tmp) / "data", mode="demo", ollama_host=srv.url, ollama_model=MODEL,
-                            ollama_api_key="bench", demo_questions_per_minute=10**6, llm_timeout_s=60)
+                            ollama_api_key="bench", demo_questions_per_minute=10**6, llm_timeout_s=60,
+                            demo_client_questions_per_minute=100_000, demo_questions_per_minute_total=1_000_000)
         lib = Library(settings)
         hub = DemoHub(lib)
         hub.load_samples()

@@ -1,26 +1,81 @@
-"""Chat page: ask questions about your documents; each reply streams in, with its sources beside it."""
+"""Chat page: ask questions about your documents; each reply shows what it is doing, streams in with its sources
+beside it, can be stopped, and the conversation is kept (sidebar: past conversations, rename, delete, export)."""
 from __future__ import annotations
 
+import re
 import uuid
 
 import streamlit as st
 
 from rag_core import render
+from rag_core.conversations import Conversation, export_markdown, title_for
 from rag_core.errors import DocChatError, LimitReached
+from rag_core.live import SEARCHING, LiveAnswer
 from rag_core.workspace import Workspace
 from ui import state
 from ui.navigation import require_app_entry
-from ui.sources import escaped_stream, show_assistant_turn, show_message, show_reply, show_sources
+from ui.safe import guarded
+from ui.sources import (
+    TURN_FAILED,
+    show_assistant_turn,
+    show_found_passages,
+    show_message,
+    show_reply,
+    show_sources,
+)
 
 HISTORY_TURNS = 12  # most recent messages handed to rag_core (it trims further to its token budget)
 SCOPE_ALL, SCOPE_PICK = "all", "pick"
+STOPPED = "You stopped this answer before it finished."
 INTERRUPTED = "The answer was stopped before it finished."
+LIVE = "chat_live_answer"  # session key: the reply being written (so Stop can reach it)
+CONV = "chat_conversation"  # session key: the open Conversation
+POLL_S = 0.25  # how often a reply in progress is redrawn (and a Stop click is noticed)
 
 require_app_entry()
 st.title("Chat with your documents")  # painted before the slow parts below (model and library load)
-prefs = state.prefs()
-turns: list[dict] = st.session_state.setdefault(state.TURNS, [])
 ws = state.workspace()  # this browser session's view: which documents it may read, its limits
+prefs = state.prefs()  # after workspace(): a new session takes the saved choices there
+store = ws.conversations
+
+
+def _open(conv: Conversation) -> None:
+    st.session_state[CONV] = conv
+    st.session_state[state.TURNS] = conv.turns
+    st.query_params["c"] = conv.id
+
+
+def _current() -> Conversation:
+    """The open conversation: this session's, else the one in the address (a reload keeps it), else a new one."""
+    conv = st.session_state.get(CONV)
+    if conv is None and st.session_state.get(state.TURNS):  # turns this session already holds
+        conv = Conversation(turns=st.session_state[state.TURNS])
+        _open(conv)
+    if conv is None:
+        wanted = st.query_params.get("c")
+        conv = store.load(wanted) if wanted and re.fullmatch(r"[0-9a-f]{16}", wanted) else None
+        if conv is None and wanted and re.fullmatch(r"[0-9a-f]{16}", wanted):
+            conv = Conversation(id=wanted)  # a new, still empty conversation survives a reload as empty
+        if conv is None:
+            conv = Conversation()  # a fresh visit starts a new conversation; past ones are in the sidebar
+        _open(conv)
+    return conv
+
+
+def _save(conv: Conversation) -> None:
+    """Keep the conversation as it is now (a full disk is said once, never a traceback)."""
+    if not conv.titled_by_user:
+        first = next((t["text"] for t in conv.turns if t.get("role") == "user"), "")
+        conv.title = title_for(first)
+    try:
+        store.save(conv)
+    except OSError as e:
+        state.add_notice(f"This conversation could not be saved ({e.strerror or 'disk error'}); free some disk "
+                         "space and it will be saved with the next question.")
+
+
+conv = _current()
+conv.turns = turns = st.session_state.setdefault(state.TURNS, conv.turns)  # the session's list is the one shown
 
 
 @st.cache_data(ttl=20, show_spinner=False)
@@ -29,22 +84,24 @@ def _model_line(_ws: Workspace, settings_key: tuple, use_llm: bool) -> tuple[str
     return _ws.model_line(use_llm)
 
 
-def _busy_banner() -> bool:
-    """Say that files are still being added (and poll until they are); True while busy."""
+def _adding_note() -> bool:
+    """One line naming the files still being added (answers use what is already in the library); True while any."""
     active = ws.active_jobs()
     if not active:
         return False
     names = ", ".join(f"“{j.label}”" for j in active[:3]) + (f" and {len(active) - 3} more" if len(active) > 3 else "")
-    show_message(f"Adding {names} to your library. You can ask questions as soon as this is finished.", "info")
-    st.progress(sum(j.fraction for j in active) / len(active))
+    st.caption(":material/hourglass_top: " + render.message_markdown(
+        f"Still adding {names}; answers use the documents already in your library."))
     return True
 
 
 @st.fragment(run_every=1.0)
-def _wait_for_ingest() -> None:
-    """While files are being added, check every second; rerun the page once they are done."""
-    if not _busy_banner():
-        st.rerun()
+def _follow_ingest() -> None:
+    """While files are being added, check every second; refresh the page once they are done (never mid-reply)."""
+    if not _adding_note():
+        live = st.session_state.get(LIVE)
+        if live is None or live.finished:
+            st.rerun()
 
 
 def _welcome() -> None:
@@ -75,78 +132,177 @@ def _scope(docs) -> tuple[list[str] | None, bool]:
         return chosen, bool(chosen)
 
 
+# -- the sidebar's conversations ---------------------------------------------------------------------------------
+def _new_conversation() -> None:
+    _stop_live()
+    _open(Conversation())
+
+
+def _switch(conv_id: str) -> None:
+    _stop_live()
+    loaded = store.load(conv_id)
+    if loaded is None:
+        state.add_notice("That conversation could not be opened; it may have been deleted.")
+        return
+    _open(loaded)
+
+
+def _rename() -> None:
+    title = st.session_state.get("conv_title", "").strip()
+    if title:
+        store.rename(conv.id, title)
+        conv.title, conv.titled_by_user = " ".join(title.split())[:80], True
+
+
+def _delete_current() -> None:
+    _stop_live()
+    store.delete(conv.id)
+    _open(Conversation())
+
+
+def _file_name(title: str) -> str:
+    slug = re.sub(r"[^\w-]+", "-", title.lower(), flags=re.UNICODE).strip("-")[:60]
+    return f"{slug or 'conversation'}.md"
+
+
+def _conversations_sidebar() -> None:
+    with st.sidebar:
+        st.button("New conversation", icon=":material/add_comment:", on_click=_new_conversation,
+                  disabled=not turns, width="stretch")
+        if turns:
+            with st.popover("This conversation", icon=":material/more_horiz:", width="stretch"):
+                st.text_input("Name", value=conv.title, key="conv_title", on_change=_rename, max_chars=80)
+                st.download_button("Export as Markdown", data=export_markdown(conv), file_name=_file_name(conv.title),
+                                   mime="text/markdown", icon=":material/download:", on_click="ignore")
+                st.button("Delete this conversation", icon=":material/delete:", on_click=_delete_current,
+                          type="secondary")
+        past = [c for c in store.list() if c.id != conv.id]
+        if past:
+            st.markdown("**Past conversations**")
+            for info in past[:30]:
+                st.button(info.title, key=f"conv_{info.id}", on_click=_switch, args=(info.id,),
+                          icon=":material/chat_bubble_outline:", width="stretch", type="tertiary")
+
+
+# -- asking ----------------------------------------------------------------------------------------------------
 def _history() -> list[tuple[str, str]]:
     out = [(t["role"], t["text"]) for t in turns if t.get("text") and not t.get("error") and not t.get("pending")]
     return out[-HISTORY_TURNS:]
 
 
 def _replay() -> None:
-    for turn in turns:
-        with st.chat_message(turn["role"]):
-            if turn["role"] == "user":
+    """Redraw the conversation; a turn that fails to draw is one sentence (each run), and the page goes on."""
+    for i, turn in enumerate(turns):
+        role = turn.get("role") if turn.get("role") in ("user", "assistant") else "assistant"
+        with st.chat_message(role), guarded(f"turn {i} of the conversation", TURN_FAILED):
+            if turn.get("pending"):  # its run was abandoned (Stop, a new question): settle it here
+                _settle(turn)
+            if role == "user":
                 st.markdown(render.escape_markdown(turn["text"], keep_newlines=True))
-            elif turn.get("pending"):  # still being written by an interrupted run
+            elif turn.get("answer") is None and turn.get("text"):  # stopped before the answer was checked
                 st.markdown(render.reply_markdown(turn["text"]))
-                show_message(INTERRUPTED, "warning")
+                show_message(STOPPED if turn.get("stopped") else INTERRUPTED, "warning")
             else:
-                show_assistant_turn(turn.get("answer"), turn.get("error"), turn["id"], ws,
+                show_assistant_turn(turn.get("answer"), turn.get("error"), turn.get("id") or f"turn{i}", ws,
                                     turn.get("error_kind", "error"))
+
+
+def _stop_live() -> None:
+    live = st.session_state.get(LIVE)
+    if live is not None and not live.finished:
+        live.stop()
+
+
+def _stage_line(live: LiveAnswer) -> str:
+    stage = live.stage()
+    if stage.name == SEARCHING and not ws.search_ready():
+        return "Getting the language understanding model ready (first question only)…"
+    return stage.line()
 
 
 def _ask(question: str, doc_ids: list[str] | None) -> None:
     history = _history()
-    # Both turns go into the history first: a new question may start the next run while this one is still
+    # Both turns go into the conversation first: a new question may start the next run while this one is still
     # streaming (Streamlit then abandons this run), and that run must already see this reply, as far as it got.
-    turn = {"id": uuid.uuid4().hex[:12], "role": "assistant", "text": "", "answer": None, "error": None,
-            "pending": True}
+    turn: dict = {"id": uuid.uuid4().hex[:12], "role": "assistant", "text": "", "answer": None, "error": None,
+                  "pending": True}
     turns.extend([{"id": uuid.uuid4().hex[:12], "role": "user", "text": question}, turn])
+    _save(conv)
     with st.chat_message("user"):
         st.markdown(render.escape_markdown(question, keep_newlines=True))
-    stream = None
+    live: LiveAnswer | None = None
     try:
         with st.chat_message("assistant"):
             left, right = st.columns([1, 1], gap="large")
             with left:
-                reply = st.empty()
-                try:
-                    with st.spinner("Looking through your documents…" if ws.search_ready()
-                                    else "Getting the language understanding model ready (first question only)…"):
-                        stream = ws.ask(question, history=history, doc_ids=doc_ids, use_llm=prefs["use_llm"])
-                    with reply.container():
-                        st.write_stream(escaped_stream(_recording(stream, turn)))
-                except LimitReached as e:  # a demo limit: a calm warning that says what to do
-                    turn["error"], turn["error_kind"] = str(e), "warning"
-                except DocChatError as e:
-                    turn["error"] = str(e)
-                answer = _keep(turn, stream)
-                with reply.container():
-                    if answer is None:
-                        show_message(turn["error"], turn.get("error_kind", "error"))
-                    else:
-                        show_reply(answer)
+                status, reply, stop_slot = st.empty(), st.empty(), st.empty()
+            with right:
+                sources = st.empty()
+            status.caption(":material/search: Searching your documents…")
+            try:
+                live = st.session_state[LIVE] = turn["live"] = LiveAnswer(
+                    ws.ask(question, history=history, doc_ids=doc_ids, use_llm=prefs["use_llm"]))
+            except LimitReached as e:  # a demo limit: a calm warning that says what to do
+                turn["error"], turn["error_kind"] = str(e), "warning"
+            except DocChatError as e:
+                turn["error"] = str(e)
+            if live is not None:
+                stop_slot.button("Stop", icon=":material/stop_circle:", key=f"stop_{turn['id']}", on_click=_stop_live)
+                escaper, shown, found = render.StreamEscaper(), 0, False
+                escaped = ""
+                while live.poll(POLL_S):
+                    status.caption(":material/progress_activity: " + render.message_markdown(_stage_line(live)))
+                    if len(live.text) > shown:
+                        escaped += escaper.feed(live.text[shown:])
+                        shown = len(live.text)
+                        reply.markdown(escaped)
+                        turn["text"] = live.text
+                    if not found and live.passages:
+                        found = True
+                        with sources.container():
+                            show_found_passages(live.passages)
+                live.wait(1.0)
+                turn["text"] = live.text
+            status.empty()
+            stop_slot.empty()
+            answer = _keep(turn, live)
+            with reply.container(), guarded("a new reply", TURN_FAILED):
+                if answer is None:
+                    show_message(turn["error"], turn.get("error_kind", "error"))
+                else:
+                    show_reply(answer)
             if answer is not None:
-                with right:
+                with sources.container(), guarded("the sources of a new reply"):
                     show_sources(answer, turn["id"], ws)
     finally:
-        if turn["pending"]:  # interrupted: keep what was answered so far
-            if stream is not None and stream.answer is None:
-                stream.close()  # ends the HTTP stream; the answer so far is kept, marked incomplete
-            _keep(turn, stream)
+        if turn["pending"]:  # interrupted (Stop, a new question, leaving the page): keep what was answered so far
+            _settle(turn)
+        _save(conv)
 
 
-def _recording(stream, turn: dict):
-    """Pass the reply's pieces through, keeping the text so far in the turn."""
-    for delta in stream:
-        turn["text"] += delta
-        yield delta
+def _settle(turn: dict) -> None:
+    """Finish a reply whose run was interrupted: stop it, keep the text so far (and the checked partial answer when
+    the model gives control back within a second), marked stopped. Streamlit may already be running the next run
+    while the interrupted one unwinds, so whichever gets here first does it (the steps are idempotent)."""
+    live = turn.get("live")
+    if live is not None:
+        live.stop()
+        live.wait(1.0)
+        turn["text"] = live.text
+    turn["stopped"] = True
+    _keep(turn, live)
+    _save(conv)
 
 
-def _keep(turn: dict, stream) -> object:
-    """Store the stream's answer (exactly as rag_core verified it) or an error sentence in the turn."""
+def _keep(turn: dict, live: LiveAnswer | None) -> object:
+    """Store the answer (exactly as rag_core checked it), the text so far, or an error sentence in the turn."""
     turn["pending"] = False
-    answer = getattr(stream, "answer", None)
+    answer = live.answer if live is not None else None
     if answer is None:
-        turn["error"] = turn["error"] or "Something went wrong while answering. Please ask again."
+        if not turn.get("text"):
+            if turn.get("stopped") and not turn["error"]:
+                turn["error"], turn["error_kind"] = STOPPED, "warning"
+            turn["error"] = turn["error"] or "Something went wrong while answering. Please ask again."
         return None
     turn["answer"], turn["text"] = answer, answer.text
     return answer
@@ -154,42 +310,42 @@ def _keep(turn: dict, stream) -> object:
 
 # -- the page ---------------------------------------------------------------------
 docs = ws.documents()
-busy = bool(ws.active_jobs())
+adding = bool(ws.active_jobs())
 
+for kind, text in state.notices():
+    show_message(text, kind)
+state.clear_notices()
 if ws.banner:
     show_message(ws.banner, "info")  # privacy, retention, and who writes the answers
-if busy:
-    _wait_for_ingest()
-elif ws.hint and not turns:
+if adding:
+    _follow_ingest()
+if ws.hint and not turns:
     st.caption(":material/lightbulb: " + render.message_markdown(ws.hint))
 elif docs:
-    cfg = ws.settings
-    line = _model_line(ws, (cfg.ollama_host, cfg.ollama_model, cfg.ollama_api_key, ws.model_choice), prefs["use_llm"])
-    if line is not None:
-        kind, text = line
-        st.caption((":material/check_circle: " if kind == "ok" else ":material/info: ")
-                   + render.message_markdown(text))
+    with guarded("the model status line"):
+        cfg = ws.settings
+        line = _model_line(ws, (cfg.ollama_host, cfg.ollama_model, cfg.ollama_api_key, ws.model_choice),
+                           prefs["use_llm"])
+        if line is not None:
+            kind, text = line
+            st.caption((":material/check_circle: " if kind == "ok" else ":material/info: ")
+                       + render.message_markdown(text))
 
+_conversations_sidebar()
 if not docs and not turns:
-    if not busy:
+    if not adding:
         _welcome()
     st.chat_input("Add documents on the Library page first", disabled=True)
     st.stop()
 
 doc_ids, ready = _scope(docs)
-with st.sidebar:
-    if turns and st.button("New conversation", icon=":material/add_comment:"):
-        turns.clear()
-        st.rerun()
-
 _replay()
 
-if busy:
-    placeholder = "Please wait until your files have been added…"
-elif not ready:
+if not ready:
     placeholder = "Pick at least one document in the sidebar, then ask"
 else:
     placeholder = "Ask a question about your documents"
-question = st.chat_input(placeholder, disabled=busy or not ready, max_chars=2000)
-if question and question.strip() and not busy and ready:
+question = st.chat_input(placeholder, disabled=not ready, max_chars=2000)
+if question and question.strip() and ready:
     _ask(question.strip(), doc_ids)
+    st.rerun()  # redraw the sidebar (this conversation's menu, the list) now that the conversation has a question

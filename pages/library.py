@@ -1,21 +1,26 @@
 """Library page: add files (drag and drop), follow their progress, browse, search and delete documents."""
 from __future__ import annotations
 
+from collections import Counter
+
 import streamlit as st
 
 from rag_core import render
 from rag_core.errors import DocumentNotFound, LimitReached, SampleReadOnly
 from rag_core.jobs import JobView
 from rag_core.models import DocumentInfo
-from rag_core.workspace import plural
+from rag_core.text import plural
 from ui import state
 from ui.navigation import require_app_entry
-from ui.sources import show_message
+from ui.safe import guarded, show_message
+from ui.sources import show_details
 from ui.wikipedia import wiki_job_result, wikipedia_box
 
 FILE_TYPES = ["pdf", "docx", "txt", "md", "markdown"]
+WAITING_TEXT = "Waiting for its turn…"
+WAITING_ICON = ":material/hourglass_top:"
 STAGE_TEXT = {
-    "": "Waiting for its turn…",
+    "": "Starting…",
     "reading": "Reading the file…",
     "chunking": "Splitting it into passages…",
     "embedding": "Learning what each passage is about…",
@@ -48,12 +53,17 @@ def _submit(files) -> None:
 
 
 def _job_box(job: JobView) -> None:
+    """One file's state: an hourglass while it waits, a spinner with progress while it runs, a tick when added, an
+    open error box (its sentence in view) when it failed."""
     name = render.escape_markdown(job.label)
-    if job.state != "done":
-        with st.status(RUNNING_LABEL.get(job.kind, RUNNING_LABEL["file"]).format(name), state="running",
-                       expanded=True):
-            st.progress(job.fraction, text=STAGE_TEXT.get(job.stage, STAGE_TEXT[""]) if job.state == "running"
-                        else STAGE_TEXT[""])
+    label = RUNNING_LABEL.get(job.kind, RUNNING_LABEL["file"]).format(name)
+    if job.state == "queued":
+        with st.expander(label, expanded=True, icon=WAITING_ICON):
+            st.progress(0.0, text=WAITING_TEXT)
+        return
+    if job.state == "running":  # not `with st.status(...)`: leaving that block turns its spinner into a tick
+        st.status(label, state="running", expanded=True).progress(
+            job.fraction, text=STAGE_TEXT.get(job.stage, STAGE_TEXT[""]))
         return
     r = job.result
     if r is None:
@@ -69,14 +79,17 @@ def _job_box(job: JobView) -> None:
         with st.status(f"**{name}** is already in your library", state="complete"):
             st.write("Nothing was changed.")
     else:
-        with st.status(f"Could not add **{name}**", state="error", expanded=True):
-            show_message(r.error or "The file could not be added.", "error")
+        st.error(render.message_markdown(r.error or "The file could not be added."), icon=":material/error:",
+                 title=f"Could not add {name}")
+        if getattr(r, "details", ""):
+            show_details(r.details)
 
 
 def _jobs_area(job_ids: list[str]) -> None:
     jobs = ws.jobs(job_ids)
     for job in jobs:
-        _job_box(job)
+        with guarded(f"the result of job {job.id}"):
+            _job_box(job)
     if jobs and all(j.state == "done" for j in jobs) \
             and st.button("Clear these messages", icon=":material/close:", type="tertiary"):
         ws.forget_jobs(job_ids)
@@ -116,7 +129,8 @@ if kept and st.button("Dismiss", key="dismiss_notices", icon=":material/close:",
     st.rerun()
 
 docs = ws.documents()
-wikipedia_box(ws, has_articles=ws.has_own_articles(docs))  # the shared samples are never refreshed
+with guarded("the Wikipedia box"):
+    wikipedia_box(ws, has_articles=ws.has_own_articles(docs))  # the shared samples are never refreshed
 
 my_jobs = st.session_state.get(state.UPLOAD_JOBS, [])
 if my_jobs:
@@ -142,18 +156,31 @@ def _delete(doc: DocumentInfo) -> None:
     st.session_state["deleted_title"] = doc.title
 
 
-def _doc_row(doc: DocumentInfo) -> None:
+def _title(doc: DocumentInfo) -> str:
+    return doc.title or doc.file_name or "Untitled"
+
+
+def _repeated_titles(docs: list[DocumentInfo]) -> set[str]:
+    """The titles (case-folded) that more than one document has: those rows also show their file names."""
+    counts = Counter(" ".join(_title(d).split()).casefold() for d in docs)
+    return {t for t, n in counts.items() if n > 1}
+
+
+def _doc_row(doc: DocumentInfo, repeated: set[str]) -> None:
+    # Two documents with the same title (two versions of one report): the file name and the time added tell them apart.
+    file_name = doc.file_name if " ".join(_title(doc).split()).casefold() in repeated else ""
     with st.container(border=True):
         main, action = st.columns([9, 1], vertical_alignment="center")
         with main:
-            title = f"**{render.escape_markdown(doc.title or doc.file_name or 'Untitled')}**"
+            title = f"**{render.escape_markdown(_title(doc))}**"
             url = render.safe_wikipedia_url(doc.url) if doc.kind == "wikipedia" else None
             if url:
                 title += " · " + render.link_markdown("Wikipedia", url) + " :material/open_in_new:"
             if ws.is_read_only(doc):
                 title += " " + SAMPLE_BADGE
             st.markdown(title)
-            bits = [render.kind_label(doc.kind)]
+            bits = [file_name] if file_name else []
+            bits.append(render.kind_label(doc.kind))
             if doc.pages:
                 bits.append(plural(doc.pages, "page"))
             bits.append(plural(doc.chunks, "passage"))
@@ -172,7 +199,8 @@ def _doc_row(doc: DocumentInfo) -> None:
                          help="Remove this document from your library"):
                 st.session_state["confirm_delete"] = doc.doc_id
         if st.session_state.get("confirm_delete") == doc.doc_id:
-            st.warning(f"Delete **{render.escape_markdown(doc.title)}** from your library? "
+            which = f" ({render.escape_markdown(file_name)})" if file_name else ""
+            st.warning(f"Delete **{render.escape_markdown(_title(doc))}**{which} from your library? "
                        "You can add it again later.", icon=":material/delete:")
             yes, no, _ = st.columns([2, 2, 6])
             yes.button("Yes, delete it", key=f"yes_{doc.doc_id}", type="primary", on_click=_delete, args=(doc,))
@@ -195,7 +223,9 @@ else:
              or wanted in (d.file_name or "").casefold()]
     if not shown:
         st.caption("No title matches your search.")
+    repeated = _repeated_titles(docs)
     for doc in shown[:LIST_LIMIT]:
-        _doc_row(doc)
+        with guarded(f"the library entry {doc.doc_id}"):  # one odd entry never hides the others
+            _doc_row(doc, repeated)
     if len(shown) > LIST_LIMIT:
         st.caption(f"Showing the newest {LIST_LIMIT} of {len(shown)}. Search by title to find the others.")

@@ -5,10 +5,11 @@ import streamlit as st
 
 from rag_core import render
 from rag_core.errors import DocChatError
-from rag_core.llm import ollama_status, pull_model
+from rag_core.llm import OllamaStatus, ollama_status, pull_model
 from ui import state as ui_state
 from ui.navigation import require_app_entry
-from ui.sources import show_message
+from ui.safe import guarded, show_message
+from ui.sources import show_details
 
 require_app_entry()
 st.title("Settings")
@@ -60,65 +61,81 @@ def _local_model_section() -> None:
 
     with st.spinner("Checking Ollama…"):
         status = ollama_status(settings)
-    if status.reachable:
-        count = len(status.models)
-        st.success(f"Connected to Ollama at {render.escape_markdown(settings.ollama_host)} — "
-                   f"{count} model{'' if count == 1 else 's'} installed.", icon=":material/check_circle:")
-    else:
-        show_message(status.error or f"Ollama is not reachable at {settings.ollama_host}.", "warning")
-        with st.container(border=True):
-            st.markdown("**How to turn on written answers**")
-            st.markdown("1. Install Ollama from ollama.com and open it (or run `ollama serve` in a terminal).\n"
-                        f"2. Download a model, for example `ollama pull {base.ollama_model}` "
-                        "(or use the download button below once Ollama is running).\n"
-                        "3. Come back here and press **Check again**.")
-            st.caption("Until then, DocChat answers by quoting your documents.")
+    if not status.reachable:
+        _how_to_start(status)
+        if st.button("Check again", icon=":material/refresh:"):
+            st.rerun()
+        return
+
+    head = st.container()  # the status line and the model choice: drawn after a download, so they include it
     if st.button("Check again", icon=":material/refresh:"):
         st.rerun()
-
-    if status.reachable:
-        models = list(status.models)
-        if settings.ollama_model not in models:
-            models.append(settings.ollama_model)
-        st.selectbox("Model", models, index=models.index(settings.ollama_model), key="set_model",
-                     on_change=_set_model,
-                     format_func=lambda m: m if m in status.models else f"{m} (not installed yet)")
-        if not status.has_model(settings.ollama_model):
-            show_message(f"The model “{settings.ollama_model}” is not installed yet. Download it below, or pick an "
-                         "installed model.", "info")
-
-        with st.form("pull", border=True):
-            st.markdown("**Download a model**")
-            name = st.text_input("Model name", value=settings.ollama_model,
-                                 help="A name from ollama.com/library, for example llama3.2:3b or qwen2.5:1.5b.")
-            pull = st.form_submit_button("Download", icon=":material/download:")
-        if pull and name.strip():
-            _pull(name.strip())
+    with st.form("pull", border=True):
+        st.markdown("**Download a model**")
+        name = st.text_input("Model name", value=settings.ollama_model, key="pull_name",
+                             help="A name from ollama.com/library, for example llama3.2:3b or qwen2.5:1.5b.")
+        pull = st.form_submit_button("Download", icon=":material/download:")
+    current = settings
+    if pull and name.strip() and _pull(name.strip()):
+        current = ui_state.workspace().settings  # the downloaded model is now the chosen one
+        status = ollama_status(current)
+    with head:
+        _model_choice(status, current.ollama_model)
 
 
-def _pull(name: str) -> None:
-    bar = st.progress(0.0, text=f"Starting the download of {name}…")
+def _how_to_start(status: OllamaStatus) -> None:
+    """Ollama is not running (or refuses): what to do, in plain steps; commands and addresses under "Details"."""
+    show_message(status.error or "The language model (Ollama) is not running.", "warning")
+    with st.container(border=True):
+        st.markdown("**How to turn on written answers**")
+        st.markdown("1. Install Ollama from ollama.com and open it.\n"
+                    "2. Come back here and press **Check again**.\n"
+                    f"3. Download a model with the **Download** button that then appears (for example "
+                    f"{render.escape_markdown(base.ollama_model)}).")
+        st.caption("Until then, DocChat answers by quoting your documents.")
+    show_details(" ".join(filter(None, [status.details, "From a terminal: `ollama serve` starts Ollama, and "
+                                        f"`ollama pull {base.ollama_model}` downloads a model."])))
+
+
+def _model_choice(status: OllamaStatus, model: str) -> None:
+    """How many models Ollama has, and which one writes the answers."""
+    count = len(status.models)
+    st.success(f"Ollama is running, with {count} model{'' if count == 1 else 's'} installed.",
+               icon=":material/check_circle:")
+    chosen = status.installed_name(model) or model
+    models = list(status.models) + ([] if chosen in status.models else [chosen])
+    st.selectbox("Model", models, index=models.index(chosen), key="set_model", on_change=_set_model,
+                 format_func=lambda m: m if m in status.models else f"{m} (not installed yet)")
+    if chosen not in status.models:
+        show_message(f"The model “{model}” is not installed yet. Download it below, or pick an installed model.",
+                     "info")
+
+
+def _pull(name: str) -> bool:
+    """Download `name` with one progress bar for the whole download; True when it is installed (and chosen)."""
+    bar = st.progress(0.0, text=f"Starting the download of “{render.escape_markdown(name)}”…")
     try:
         for part in pull_model(settings, name):
-            frac = part.fraction
-            label = render.escape_markdown(part.status or "working")
-            bar.progress(frac if frac is not None else 0.0,
-                         text=f"{label} — {frac:.0%}" if frac is not None else label)
-            if part.done:
-                bar.progress(1.0, text="Download complete.")
-        st.success(f"“{render.escape_markdown(name)}” is ready.", icon=":material/check_circle:")
-        ui_state.set_override("ollama_model", None if name == base.ollama_model else name)
-        st.session_state.pop("set_model", None)
+            bar.progress(part.overall, text=render.escape_markdown(part.label))
     except DocChatError as e:
         bar.empty()
         show_message(str(e), "error")
+        if e.details:
+            show_details(e.details)
+        return False
+    st.success(f"“{render.escape_markdown(name)}” is ready and now writes the answers.",
+               icon=":material/check_circle:")
+    ui_state.set_override("ollama_model", None if name == base.ollama_model else name)
+    st.session_state.pop("set_model", None)  # the model choice below then shows the new model
+    return True
 
 
 # -- language model ----------------------------------------------------------------
-if ws.model_choice:
-    _local_model_section()
-else:
-    _fixed_model_section()
+with guarded("the language model settings"):  # a failure here still leaves the answer settings below
+    if ws.model_choice:
+        _local_model_section()
+    else:
+        _fixed_model_section()
 
 # -- answers -----------------------------------------------------------------------
 st.subheader("Answers")
@@ -134,11 +151,12 @@ def _set_scope() -> None:
     st.session_state.pop("scope_mode", None)  # the Chat page picks up the new default
 
 
-st.slider("Passages to read for each question", min_value=1, max_value=15, value=settings.top_k, key="set_k",
-          on_change=_set_k, help="More passages give the model more to work with, but answers take longer.")
-st.radio("By default, answer from", ["all", "pick"], index=0 if prefs["scope_default"] == "all" else 1,
-         key="set_scope", on_change=_set_scope, horizontal=True,
-         format_func={"all": "All documents", "pick": "Only the documents I pick"}.get)
+with guarded("the answer settings"):
+    st.slider("Passages to read for each question", min_value=1, max_value=15, value=settings.top_k, key="set_k",
+              on_change=_set_k, help="More passages give the model more to work with, but answers take longer.")
+    st.radio("By default, answer from", ["all", "pick"], index=0 if prefs["scope_default"] == "all" else 1,
+             key="set_scope", on_change=_set_scope, horizontal=True,
+             format_func={"all": "All documents", "pick": "Only the documents I pick"}.get)
 
 if st.button("Restore defaults", icon=":material/restart_alt:", type="tertiary"):
     st.session_state.pop(ui_state.OVERRIDES, None)

@@ -25,7 +25,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     def human() -> None:
         for r in results:
             if r.status == "failed":
-                print(f"failed     {r.path}: {r.error}")
+                print(f"failed     {r.path}: {r.error}" + (f" ({r.details})" if r.details else ""))
             else:
                 print(f"{r.status:<10} {r.path}  (id {r.doc_id}, {r.chunks} chunks)")
 
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "json", False):
             print(json.dumps({"error": str(e)}, ensure_ascii=False))
         else:
-            print(f"Error: {e}", file=sys.stderr)
+            print(f"Error: {e}" + (f"\n({e.details})" if e.details else ""), file=sys.stderr)
         return 2
 
 

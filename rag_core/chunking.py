@@ -3,15 +3,20 @@
 Bounded whatever the input: work is linear in the text (the tokenizer only ever sees short pieces, counted in
 batches), no chunk exceeds the token budget or `_MAX_CHARS_PER_TOKEN` characters per token of it (runs without
 spaces are cut hard), sections that are only a heading line are merged into what follows, and a document may
-make at most `MAX_PASSAGES` chunks.
+make at most `MAX_PASSAGES` chunks - estimated up front from samples of the text (`estimate`), then counted.
+Every step between two checks of the file's time budget (a `Deadline`) is bounded: text is split into paragraphs
+and sentences in windows of about `_WINDOW` characters, and tokenized in batches of at most `_COUNT_CHARS`.
 """
 from __future__ import annotations
 
 import itertools
+import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from .budget import Deadline
 from .errors import TooManyPassages
 from .models import Chunk, Document
 from .text import paragraph_spans, sentence_spans, trim_span
@@ -24,7 +29,13 @@ it). 20,000 chunks of 200 tokens is about 4 million tokens, some 16 MB of Englis
 and it keeps embedding time, memory and the saved library bounded for any one file."""
 
 _MAX_CHARS_PER_TOKEN = 10  # a chunk spans at most budget * 10 characters (prose needs ~4-6 per token)
-_COUNT_BATCH = 2048  # pieces of text handed to the tokenizer per call
+_COUNT_BATCH = 2048  # pieces of text handed to the tokenizer per call...
+_COUNT_CHARS = 1 << 18  # ...and at most this many characters of them (one call stays well under a second)
+_WINDOW = 1 << 18  # characters split into paragraphs and sentences per step (text.py's splitters return lists)
+# Where a window may end, best first: a blank line, a line break (both end a sentence anyway), a space, else hard.
+_BREAKS = (re.compile(r"\n[ \t]*\n"), re.compile(r"\n"), re.compile(r"[ \t]"))
+_SAMPLES = 32  # windows of the text tokenized to estimate a document's size up front
+_SAMPLE_CHARS = 2048
 
 
 class Tokenizer(Protocol):
@@ -45,21 +56,39 @@ class _Unit:
     cut: bool = False  # made by cutting a sentence mid-way: its token count is not additive with its neighbours
 
 
-def _cut_chars(text: str, start: int, end: int, max_chars: int) -> Iterator[tuple[int, int, bool]]:
-    """text[start:end] in pieces of at most `max_chars` characters, cut at the last space of each window when there
-    is one in its second half, else hard (a run without spaces); (start, end, was_cut)."""
-    if end - start <= max_chars:
-        yield start, end, False
-        return
-    while start < end:
-        cut = min(start + max_chars, end)
-        if cut < end:
-            space = text.rfind(" ", start + max_chars // 2, cut)
-            cut = space if space > start else cut
-        s, e = trim_span(text, start, cut)
-        if e > s:
-            yield s, e, True
+def _window_end(text: str, target: int, limit: int) -> int:
+    """Where a piece of text meant to end near `target` ends: just after the first blank line, else line break, else
+    space in text[target:limit]; at `target` when there is none (a run without any is cut hard)."""
+    for pattern in _BREAKS:
+        m = pattern.search(text, target, limit)
+        if m:
+            return m.end()
+    return target
+
+
+def _windows(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """text[start:end] as consecutive windows of at most 1.5 * _WINDOW characters, cut as `_window_end` says."""
+    while end - start > _WINDOW * 3 // 2:
+        cut = _window_end(text, start + _WINDOW, start + _WINDOW * 3 // 2)
+        yield start, cut
         start = cut
+    yield start, end
+
+
+def _sentences(doc: Document, deadline: Deadline) -> Iterator[tuple[int, int, int, int]]:
+    """(start, end, paragraph, section) of every sentence of the document in order; every line break ends one.
+
+    A section is split window by window, so one call of the (list-returning) splitters handles a bounded amount of
+    text; a paragraph or a line longer than a window is cut where the window ends (a space, else hard)."""
+    text = doc.text
+    for sec, section in enumerate(doc.sections):
+        para = 0
+        for ws, we in _windows(text, section.char_start, section.char_end):
+            deadline.check()
+            for ps, pe in paragraph_spans(text, ws, we):
+                for a, b in sentence_spans(text, ps, pe):
+                    yield a, b, para, sec
+                para += 1
 
 
 def _token_pieces(seg: str, offsets: list[tuple[int, int]], budget: int) -> list[tuple[int, int]]:
@@ -81,7 +110,7 @@ def _token_pieces(seg: str, offsets: list[tuple[int, int]], budget: int) -> list
 
 
 def _split_long(text: str, start: int, end: int, budget: int, tok: Tokenizer) -> list[tuple[int, int, int]]:
-    """Cut one over-long (but at most max_chars long) sentence into pieces whose own token count is <= budget.
+    """Cut one over-long (but at most max_chars long) piece into pieces whose own token count is <= budget.
 
     A piece cut inside a word may tokenize differently on its own, so every piece is counted again and cut with a
     smaller budget when it is still over."""
@@ -101,29 +130,107 @@ def _split_long(text: str, start: int, end: int, budget: int, tok: Tokenizer) ->
     return out
 
 
-def _raw_spans(doc: Document, max_chars: int) -> Iterator[tuple[int, int, int, int, bool]]:
-    """(start, end, paragraph, section, cut) of every sentence-level piece of the document, in order."""
-    text = doc.text
-    for sec, section in enumerate(doc.sections):
-        for p, (ps, pe) in enumerate(paragraph_spans(text, section.char_start, section.char_end)):
-            for a, b in sentence_spans(text, ps, pe):  # every line break also ends a unit
-                for s, e, cut in _cut_chars(text, a, b, max_chars):
-                    yield s, e, p, sec, cut
+def _counted(text: str, spans: list[tuple[int, int]], budget: int, tok: Tokenizer) -> Iterator[tuple[int, int, int]]:
+    """(start, end, tokens) of each span, counted in one tokenizer call; a span over the budget is cut further."""
+    counts = tok.count_tokens([text[a:b] for a, b in spans]) if spans else []
+    for (a, b), n in zip(spans, counts, strict=True):
+        if n <= budget:
+            yield a, b, n
+        else:
+            yield from _split_long(text, a, b, budget, tok)
 
 
-def _units(doc: Document, budget: int, max_chars: int, tok: Tokenizer) -> Iterator[_Unit]:
+def _run_pieces(text: str, start: int, end: int, budget: int, max_chars: int, tok: Tokenizer,
+                deadline: Deadline) -> Iterator[tuple[int, int, int]]:
+    """(start, end, tokens) of the pieces of a sentence longer than max_chars (a run without sentence ends).
+
+    The run is tokenized window by window (max_chars each, cut at a space in the second half, else hard) and each
+    window cut into pieces of `budget` word pieces; the last, partial piece starts the next window, so a long run
+    makes full pieces rather than a short leftover at every window edge, and is tokenized about twice in all."""
+    pieces: list[tuple[int, int]] = []
+    size = 0
+    pos = start
+    while pos < end:
+        deadline.check()
+        cut = min(pos + max_chars, end)
+        if cut < end:
+            space = text.rfind(" ", pos + max_chars // 2, cut)
+            cut = space if space > pos else cut
+        s, e = trim_span(text, pos, cut)
+        if e <= s:
+            pos = cut
+            continue
+        seg = text[s:e]
+        found = _token_pieces(seg, tok.token_offsets(seg), budget) or [(0, e - s)]
+        if cut < end and len(found) > 1:
+            found, pos = found[:-1], s + found[-1][0]  # carried into the next window
+        else:
+            pos = cut
+        pieces.extend((s + a, s + b) for a, b in found)
+        size += e - s
+        if size >= _COUNT_CHARS:
+            yield from _counted(text, pieces, budget, tok)
+            pieces, size = [], 0
+    yield from _counted(text, pieces, budget, tok)
+
+
+def _units(doc: Document, budget: int, max_chars: int, tok: Tokenizer, deadline: Deadline) -> Iterator[_Unit]:
     """Sentence-level units of the whole document, in order, each within the budget, counted in batches."""
-    raw = _raw_spans(doc, max_chars)
-    while batch := list(itertools.islice(raw, _COUNT_BATCH)):
-        counts = tok.count_tokens([doc.text[a:b] for a, b, _, _, _ in batch])
-        for (a, b, p, sec, cut), n in zip(batch, counts, strict=True):
+    text = doc.text
+    batch: list[tuple[int, int, int, int]] = []
+    size = 0
+
+    def counted(batch: list[tuple[int, int, int, int]]) -> Iterator[_Unit]:
+        for (a, b, p, sec), n in zip(batch, tok.count_tokens([text[a:b] for a, b, _, _ in batch]), strict=True):
             if n <= budget:
-                yield _Unit(a, b, n, p, sec, cut)
+                yield _Unit(a, b, n, p, sec)
             else:
-                yield from (_Unit(x, y, m, p, sec, True) for x, y, m in _split_long(doc.text, a, b, budget, tok))
+                yield from (_Unit(x, y, m, p, sec, True) for x, y, m in _split_long(text, a, b, budget, tok))
+
+    for a, b, p, sec in _sentences(doc, deadline):
+        if b - a > max_chars:
+            if batch:
+                yield from counted(batch)
+                batch, size = [], 0
+            for x, y, n in _run_pieces(text, a, b, budget, max_chars, tok, deadline):
+                yield _Unit(x, y, n, p, sec, True)
+            continue
+        batch.append((a, b, p, sec))
+        size += b - a
+        if len(batch) >= _COUNT_BATCH or size >= _COUNT_CHARS:
+            deadline.check()
+            yield from counted(batch)
+            batch, size = [], 0
+    if batch:
+        yield from counted(batch)
 
 
-def _pack(units: list[_Unit], budget: int, max_chars: int, overlap: int) -> list[list[_Unit]]:
+@dataclass(frozen=True)
+class Estimate:
+    """How big a document will be once chunked, judged before chunking from samples spread over its text."""
+
+    passages: int  # about how many chunks, were every chunk full (real ones make somewhat more)
+    samples: tuple[str, ...]  # chunk-sized pieces of the text, spread over it (to time the embedding model on)
+    sampled_chars: int  # how much of the text was tokenized to judge it
+
+
+def estimate(doc: Document, tok: Tokenizer, max_tokens: int = 200) -> Estimate:
+    """The size of `doc` in chunks, from the token density of `_SAMPLES` evenly spread windows of its text (one
+    tokenizer call on at most 64 KB, whatever the document's size)."""
+    budget = max_tokens - _SPECIAL_TOKENS
+    text, n = doc.text, len(doc.text)
+    step = max(_SAMPLE_CHARS, n // _SAMPLES)
+    windows = [text[i:i + _SAMPLE_CHARS] for i in range(0, n, step)][:_SAMPLES]
+    counts = tok.count_tokens(windows) if windows else []
+    sampled, sampled_tokens = sum(len(w) for w in windows), sum(counts)
+    tokens = sampled_tokens * n / sampled if sampled else 0.0
+    max_chars = budget * _MAX_CHARS_PER_TOKEN
+    passages = max(math.ceil(tokens / budget), math.ceil(n / max_chars))
+    chunk_chars = max(1, min(max_chars, int(budget * sampled / max(1, sampled_tokens))))
+    return Estimate(passages, tuple(w[:chunk_chars] for w, c in zip(windows, counts, strict=True) if c), sampled)
+
+
+def _pack(units: list[_Unit], budget: int, max_chars: int, overlap: int, deadline: Deadline) -> list[list[_Unit]]:
     """Group units into chunks of <= budget tokens and <= max_chars characters, preferring paragraph ends."""
     para_tokens: dict[int, int] = {}
     for u in units:
@@ -131,7 +238,9 @@ def _pack(units: list[_Unit], budget: int, max_chars: int, overlap: int) -> list
     groups: list[list[_Unit]] = []
     cur: list[_Unit] = []
     size = 0
-    for u in units:
+    for i, u in enumerate(units):
+        if not i % _COUNT_BATCH:
+            deadline.check()
         new_para = bool(cur) and u.para != cur[-1].para
         if new_para and size >= budget // 2 and size + para_tokens[u.para] > budget:
             # Prefer a paragraph boundary once the chunk is half full and the next paragraph won't fit.
@@ -163,16 +272,22 @@ def _heading_only(units: list[_Unit], budget: int) -> bool:
     return len(units) == 1 and units[0].tokens <= budget // 4
 
 
-def chunk_document(doc: Document, tok: Tokenizer, max_tokens: int = 200, overlap: int = 1) -> list[Chunk]:
+def chunk_document(doc: Document, tok: Tokenizer, max_tokens: int = 200, overlap: int = 1,
+                   deadline: Deadline | None = None) -> list[Chunk]:
     """Split a document into chunks of at most `max_tokens` word pieces, never crossing a section with a body (a
-    section that is only its heading line goes with the next one); TooManyPassages past MAX_PASSAGES chunks."""
+    section that is only its heading line goes with the next one); TooManyPassages past MAX_PASSAGES chunks (refused
+    up front when the text is too long, or its samples say it would make too many), IngestTimedOut once `deadline`
+    has passed."""
     budget = max_tokens - _SPECIAL_TOKENS
     max_chars = budget * _MAX_CHARS_PER_TOKEN
+    deadline = deadline or Deadline.never(doc.source.file_name)
     if len(doc.text) > MAX_PASSAGES * max_chars:  # decided up front: it cannot fit in MAX_PASSAGES chunks
         raise TooManyPassages(doc.source.file_name, MAX_PASSAGES)
+    if len(doc.text) > _SAMPLES * _SAMPLE_CHARS and estimate(doc, tok, max_tokens).passages > MAX_PASSAGES:
+        raise TooManyPassages(doc.source.file_name, MAX_PASSAGES)  # judged from samples, before tokenizing it all
     chunks: list[Chunk] = []
     carry: list[_Unit] = []  # heading-only sections waiting for a body
-    for _, grouped in itertools.groupby(_units(doc, budget, max_chars, tok), key=lambda u: u.section):
+    for _, grouped in itertools.groupby(_units(doc, budget, max_chars, tok, deadline), key=lambda u: u.section):
         units = list(grouped)
         if _heading_only(units, budget):
             carry.append(_Unit(units[0].start, units[0].end, units[0].tokens, -1 - len(carry), units[0].section))
@@ -181,10 +296,10 @@ def chunk_document(doc: Document, tok: Tokenizer, max_tokens: int = 200, overlap
             units, carry = carry, []
         elif carry:
             units, carry = carry + units, []
-        for g in _verified(doc, _pack(units, budget, max_chars, overlap), budget, tok):
+        for g in _verified(doc, _pack(units, budget, max_chars, overlap, deadline), budget, tok):
             _emit(doc, g, chunks)
     if carry:
-        for g in _pack(carry, budget, max_chars, overlap):
+        for g in _pack(carry, budget, max_chars, overlap, deadline):
             _emit(doc, g, chunks)
     return chunks
 

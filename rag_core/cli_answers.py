@@ -57,7 +57,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     else:
         _print_sources(ans)
         if ans.notice:
-            print(f"\nNote: {ans.notice}", file=sys.stderr)
+            details = ans.extra.get("details")
+            print(f"\nNote: {ans.notice}" + (f"\n({details})" if details else ""), file=sys.stderr)
     return 1 if ans.incomplete else 0
 
 

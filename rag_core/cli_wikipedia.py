@@ -1,11 +1,19 @@
-"""CLI commands for Wikipedia: wiki (import), wiki-search, wiki-refresh. Registered by rag_core.__main__."""
+"""CLI commands for Wikipedia: wiki (import), wiki-search, wiki-refresh. Registered by rag_core.__main__.
+
+The only links printed are https://<lang>.wikipedia.org/wiki/… addresses (`checked_article_url`); anything else an
+answer carried is left out.
+"""
 from __future__ import annotations
 
 import argparse
+import logging
 
 from .cli_common import emit, open_library
 from .config import Settings
-from .wikipedia import LICENSE, RefreshItem, import_article, refresh, search
+from .errors import DocChatError, WikipediaError
+from .wikipedia import LICENSE, RefreshItem, WikiHit, checked_article_url, import_article, refresh, search
+
+log = logging.getLogger(__name__)
 
 EXIT_FAILED = 1
 EXIT_CHOOSE = 3  # a disambiguation page: nothing imported, the user has to pick a title
@@ -20,6 +28,8 @@ def cmd_wiki(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         lib.close()
 
+    url = checked_article_url(r.url, r.lang) if r.url else None
+
     def human() -> None:
         if r.status == "failed":
             print(f"failed     {r.title}: {r.error}")
@@ -27,7 +37,8 @@ def cmd_wiki(args: argparse.Namespace, settings: Settings) -> int:
         if r.redirected_from:
             print(f"“{r.redirected_from}” redirected to “{r.title}”.")
         if r.status == "disambiguation":
-            print(f"“{r.title}” is a disambiguation page ({r.url}). Pick one of these and run the command again:")
+            where = f" ({url})" if url else ""
+            print(f"“{r.title}” is a disambiguation page{where}. Pick one of these and run the command again:")
             for c in r.candidates:
                 print(f"  {c}")
             if r.candidates:
@@ -35,18 +46,18 @@ def cmd_wiki(args: argparse.Namespace, settings: Settings) -> int:
             return
         note = "  — already in your library" if r.status == "unchanged" else ""
         print(f"{r.status:<10} {r.title}  (id {r.doc_id}, {r.chunks} chunks, revision {r.revision_id}){note}")
-        print(f"           {r.url}  ·  {LICENSE}")
+        print(f"           {url or 'Wikipedia'}  ·  {LICENSE}")
         for old in r.replaced:
             print(f"           replaced the older revision {old}")
 
-    emit(args, r.as_json(), human)
+    emit(args, {**r.as_json(), "url": url}, human)
     return {"failed": EXIT_FAILED, "disambiguation": EXIT_CHOOSE}.get(r.status, 0)
 
 
 def cmd_wiki_search(args: argparse.Namespace, settings: Settings) -> int:
     """Search a language edition (no library needed, so it also works while the app runs)."""
     words = " ".join(args.words)
-    hits = search(settings, words, lang=args.lang, limit=args.limit)
+    hits = _search(settings, words, args.lang, args.limit)
 
     def human() -> None:
         if not hits:
@@ -55,10 +66,24 @@ def cmd_wiki_search(args: argparse.Namespace, settings: Settings) -> int:
             print(f"{i}. {h.title}")
             if h.snippet:
                 print(f"   {h.snippet}")
-            print(f"   {h.url}")
+            url = checked_article_url(h.url, args.lang)
+            if url:
+                print(f"   {url}")
 
-    emit(args, {"lang": args.lang, "query": words, "hits": [h.as_json() for h in hits]}, human)
+    emit(args, {"lang": args.lang, "query": words,
+                "hits": [{**h.as_json(), "url": checked_article_url(h.url, args.lang)} for h in hits]}, human)
     return 0
+
+
+def _search(settings: Settings, words: str, lang: str, limit: int) -> list[WikiHit]:
+    """search(), with anything unexpected turned into one sentence (the traceback goes to the log with -v)."""
+    try:
+        return search(settings, words, lang=lang, limit=limit)
+    except DocChatError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the user gets a sentence, `-v` shows the traceback
+        log.info("Unexpected failure while searching Wikipedia", exc_info=True)
+        raise WikipediaError() from e
 
 
 def _item_line(i: RefreshItem) -> str:

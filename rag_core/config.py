@@ -62,6 +62,11 @@ class Settings(BaseSettings):
     """Per-file size limit in MB (keep server.maxUploadSize in .streamlit/config.toml equal); 0 refuses all."""
     max_docx_uncompressed_mb: Megabytes = Field(300, validation_alias="DOCCHAT_MAX_DOCX_UNPACKED_MB")
     """Largest unpacked size of a .docx in MB (zip-bomb guard)."""
+    ingest_timeout_s: Annotated[float, Interval(ge=1, le=86_400)] = Field(
+        300.0, validation_alias="DOCCHAT_INGEST_TIMEOUT_S")
+    """Seconds one file may take to index (read, split, embed, save); then it is stopped and the library left as it was."""
+    ingest_workers: Annotated[int, Interval(ge=1, le=16)] = Field(2, validation_alias="DOCCHAT_INGEST_WORKERS")
+    """Files indexed at the same time, taken in turn from each person's queue (at most one per person at a time)."""
     # -- language model ----------------------------------------------------------
     ollama_host: NonEmpty = Field("http://localhost:11434", validation_alias="OLLAMA_HOST")
     """Where Ollama runs."""
@@ -100,6 +105,12 @@ class Settings(BaseSettings):
     wikipedia_backoff_s: Annotated[float, Interval(ge=0, le=60)] = Field(
         1.0, validation_alias="DOCCHAT_WIKIPEDIA_BACKOFF")
     """First retry delay in seconds; doubles each attempt (with jitter)."""
+    wikipedia_deadline_s: Annotated[float, Interval(gt=0, le=600)] = Field(
+        60.0, validation_alias="DOCCHAT_WIKIPEDIA_DEADLINE")
+    """Longest one Wikipedia request may take in seconds, retries and waits included; then it is stopped."""
+    wikipedia_max_response_mb: Annotated[int, Interval(ge=1, le=500)] = Field(
+        20, validation_alias="DOCCHAT_WIKIPEDIA_MAX_RESPONSE_MB")
+    """Largest Wikipedia answer read, in MB (after decompression); a larger one is refused."""
     # -- hosted demo -------------------------------------------------------------
     demo_session_idle_minutes: Annotated[int, Interval(ge=1, le=10_080)] = Field(
         60, validation_alias="DOCCHAT_DEMO_IDLE_MINUTES")
@@ -115,6 +126,34 @@ class Settings(BaseSettings):
     """Questions per demo session per minute."""
     demo_max_file_mb: Annotated[int, Interval(ge=1, le=10_000)] = Field(10, validation_alias="DOCCHAT_DEMO_MAX_FILE_MB")
     """Per uploaded file in demo mode, in MB (DOCCHAT_MAX_UPLOAD_MB still applies)."""
+    demo_page_renders_per_minute: Annotated[int, Interval(ge=1, le=10_000)] = Field(
+        20, validation_alias="DOCCHAT_DEMO_PAGE_RENDERS_PER_MINUTE")
+    """Page images ("Show on the page") per demo session per minute."""
+    demo_max_files_per_client: Annotated[int, Interval(ge=1, le=100_000)] = Field(
+        30, validation_alias="DOCCHAT_DEMO_MAX_FILES_PER_CLIENT")
+    """Documents held by all demo sessions from one client address (IPv6: one /64) together."""
+    demo_max_client_mb: Annotated[int, Interval(ge=1, le=100_000)] = Field(
+        150, validation_alias="DOCCHAT_DEMO_MAX_CLIENT_MB")
+    """Total size of the documents of all demo sessions from one client address, in MB (articles: their text)."""
+    demo_client_questions_per_minute: Annotated[int, Interval(ge=1, le=100_000)] = Field(
+        20, validation_alias="DOCCHAT_DEMO_CLIENT_QUESTIONS_PER_MINUTE")
+    """Questions per minute from all demo sessions of one client address together."""
+    demo_client_page_renders_per_minute: Annotated[int, Interval(ge=1, le=100_000)] = Field(
+        40, validation_alias="DOCCHAT_DEMO_CLIENT_PAGE_RENDERS_PER_MINUTE")
+    """Page images per minute for all demo sessions of one client address together."""
+    demo_total_files: Annotated[int, Interval(ge=1, le=1_000_000)] = Field(
+        500, validation_alias="DOCCHAT_DEMO_TOTAL_FILES")
+    """Visitors' documents the whole demo holds at once (the shared samples not counted)."""
+    demo_total_mb: Annotated[int, Interval(ge=1, le=1_000_000)] = Field(2000, validation_alias="DOCCHAT_DEMO_TOTAL_MB")
+    """Total size of all visitors' documents in the demo, in MB."""
+    demo_questions_per_minute_total: Annotated[int, Interval(ge=1, le=1_000_000)] = Field(
+        120, validation_alias="DOCCHAT_DEMO_QUESTIONS_PER_MINUTE_TOTAL")
+    """Questions per minute the whole demo answers, from all visitors together."""
+    demo_page_renders_per_minute_total: Annotated[int, Interval(ge=1, le=1_000_000)] = Field(
+        120, validation_alias="DOCCHAT_DEMO_PAGE_RENDERS_PER_MINUTE_TOTAL")
+    """Page images per minute the whole demo renders, for all visitors together."""
+    demo_trust_proxy: bool = Field(False, validation_alias="DOCCHAT_DEMO_TRUST_PROXY")
+    """Take the demo's client address from X-Forwarded-For (its last entry); set it only behind your own proxy."""
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -215,6 +254,8 @@ def allowed(field: str) -> str:
         ann = next(a for a in typing.get_args(ann) if a is not type(None))
     if ann is Path:
         return "a folder path"
+    if ann is bool:
+        return "true or false"
     if ann is str:
         return "non-empty text" if any(isinstance(m, MinLen) for m in info.metadata) else "any text"
     noun = "a whole number" if ann is int else "a number"

@@ -12,6 +12,8 @@ from .config import Settings
 from .errors import DemoTrouble, DocChatError
 from .generation import AnswerStream
 from .models import Answer, Passage
+from .quotas import MB, Usage
+from .text import plural
 
 log = logging.getLogger(__name__)
 
@@ -32,19 +34,39 @@ def llm_mode(settings: Settings) -> str:
 
 def demo_banner(settings: Settings) -> str:
     """One plain sentence or two for the demo banner: privacy, retention and which answer mode is active."""
-    privacy = (f"Public demo: the files you add are private to this browser session and are deleted after "
-               f"{settings.demo_session_idle_minutes} minutes without activity. Please don't upload confidential "
-               "documents.")
+    privacy = (f"Public demo: the files you add are private to this browser tab. Closing or reloading the tab starts "
+               f"over, and your files are deleted after {plural(settings.demo_session_idle_minutes, 'minute')} "
+               "without activity. Please don't upload confidential documents.")
     if llm_mode(settings) == "remote":
         return f"{privacy} Answers are written by the AI model {settings.ollama_model} on the demo's server."
     return (f"{privacy} No AI model is connected to this demo, so answers quote the most relevant sentences from "
             "the documents (extractive mode).")
 
 
+def _size(n: int) -> str:
+    return f"{n / MB:.1f} MB" if n >= MB or n == 0 else f"{max(1, round(n / 1024))} KB"
+
+
+def usage_line(u: Usage, per_file_mb: int) -> str:
+    """One sentence for the Library page: this visitor's use of their quota, their network's when other sessions
+    from the same address hold documents too, and whether the whole demo is full."""
+    network = ""
+    if u.client_files > u.files:
+        network = (f"; your network: {u.client_files} of {plural(u.max_client_files, 'document')}, "
+                   f"{_size(u.client_bytes)} of {u.max_client_bytes // MB} MB")
+    full = "; the demo is full right now, so new documents must wait" if u.demo_full else ""
+    return (f"Your demo space: {u.files} of {plural(u.max_files, 'document')}, {_size(u.bytes)} of "
+            f"{u.max_bytes // MB} MB used{network}; files up to {per_file_mb} MB each; "
+            f"{plural(u.max_questions_per_minute, 'question')} a minute{full}.")
+
+
 def public_answer(answer: Answer) -> Answer:
-    """The answer with any server-side advice in its notice replaced by a sentence meant for a demo visitor."""
-    notice = answer.notice
-    if not notice or not any(h in notice for h in _SERVER_HINTS):
+    """The answer with any server-side advice in its notice (or its details) replaced by a sentence meant for a demo
+    visitor; the details themselves are dropped."""
+    notice, details = answer.notice, str(answer.extra.get("details") or "")
+    if "details" in answer.extra:  # the technical part of a notice is for whoever runs the server
+        answer = replace(answer, extra={k: v for k, v in answer.extra.items() if k != "details"})
+    if not notice or not any(h in notice + details for h in _SERVER_HINTS):
         return answer
     if answer.mode == "extractive":
         notice = DEMO_NOTICE_LLM_DOWN
@@ -77,6 +99,11 @@ class DemoAnswerStream:
         """The finished answer (None until iteration ends)."""
         a = self._inner.answer
         return None if a is None else public_answer(a)
+
+    @property
+    def stage(self) -> str:
+        """What the answer is doing now (see rag_core.live)."""
+        return self._inner.stage
 
     @property
     def passages(self) -> list[Passage]:

@@ -5,7 +5,10 @@ import shlex
 
 
 class DocChatError(Exception):
-    """Base class: str(error) is a friendly sentence for the user."""
+    """Base class: str(error) is a friendly sentence for the user; `details` (when set) is the technical part, e.g.
+    a variable name or an address, that the pages show in an expandable "Details" and the CLI after the sentence."""
+
+    details: str = ""
 
     def __init__(self, message: str, **details: object) -> None:
         super().__init__(message)
@@ -25,8 +28,8 @@ class SettingsError(DocChatError, ValueError):
 class IngestError(DocChatError):
     """A file could not be added to the library."""
 
-    def __init__(self, file_name: str, problem: str, advice: str) -> None:
-        super().__init__(f"“{file_name}”: {problem} {advice}".strip(), file_name=file_name)
+    def __init__(self, file_name: str, problem: str, advice: str, details: str = "") -> None:
+        super().__init__(f"“{file_name}”: {problem} {advice}".strip(), file_name=file_name, details=details)
 
 
 class UnsupportedFileType(IngestError):
@@ -48,7 +51,8 @@ class FileTooLarge(IngestError):
         super().__init__(
             file_name,
             f"the file is larger than the {limit_mb} MB limit.",
-            "Split it into smaller files, or ask your administrator to raise DOCCHAT_MAX_UPLOAD_MB.",
+            "Split it into smaller files and add those, or ask whoever runs DocChat to raise the limit.",
+            f"The limit is the setting DOCCHAT_MAX_UPLOAD_MB (now {limit_mb}).",
         )
 
 
@@ -68,6 +72,26 @@ class TooManyPassages(IngestError):
             f"the file is too large to index (it would make more than {limit:,} passages).",
             "Split it into several smaller files and add those instead.",
         )
+
+
+def _duration(seconds: float) -> str:
+    """300 -> "5 minutes", 90 -> "90 seconds", 1 -> "1 second"."""
+    if seconds >= 120 and seconds % 60 == 0:
+        return f"{seconds / 60:g} minutes"
+    return "1 second" if seconds == 1 else f"{seconds:g} seconds"
+
+
+class IngestTimedOut(IngestError):
+    """The file ran past DOCCHAT_INGEST_TIMEOUT_S (or was projected to) and was stopped with nothing stored."""
+
+    def __init__(self, file_name: str, limit_s: float, projected: bool = False) -> None:
+        took = f"would take longer than {_duration(limit_s)}" if projected else f"took longer than {_duration(limit_s)}"
+        super().__init__(
+            file_name,
+            f"indexing it {took}, so it was stopped and your library was left as it was;",
+            "split it into smaller files and add them one at a time.",
+        )
+        self.limit_s, self.projected = limit_s, projected
 
 
 class EncryptedFile(IngestError):
@@ -138,6 +162,23 @@ class StoreUnavailable(DocChatError):
         super().__init__(f"The vector database could not be reached ({detail}). Check QDRANT_URL and that Qdrant is running.")
 
 
+class StorageError(DocChatError):
+    """The library's storage failed to read or write (a damaged disk or files); the details go to the log."""
+
+    def __init__(self, action: str, outcome: str = "") -> None:
+        so = f", so {outcome}" if outcome else ""
+        super().__init__(f"The document library could not {action} because its storage reported an error{so}; check "
+                         "the disk that holds it, then try again.", action=action, outcome=outcome)
+
+
+class DiskFull(StorageError):
+    """The disk holding the library is full; `outcome` says what that meant, e.g. "“a.pdf” was not added"."""
+
+    def __init__(self, outcome: str = "nothing was changed") -> None:
+        DocChatError.__init__(self, f"The disk that holds your document library is full, so {outcome}; free some "
+                              "space on it and try again.", outcome=outcome, action="write")
+
+
 class DocumentNotFound(DocChatError):
     def __init__(self, doc_id: str) -> None:
         super().__init__(f"No document with id “{doc_id}” is in your library. Use `list` to see the ids.", doc_id=doc_id)
@@ -150,21 +191,26 @@ class LLMError(DocChatError):
 class OllamaUnavailable(LLMError):
     def __init__(self, host: str) -> None:
         super().__init__(
-            f"Ollama is not reachable at {host}. Start it with `ollama serve` (or open the Ollama app), "
-            "or set OLLAMA_HOST to where it runs.", host=host
+            "The language model (Ollama) is not running, or DocChat cannot reach it. Open the Ollama app, or check "
+            "the Ollama address in Settings, then try again.", host=host,
+            details=f"DocChat looked for Ollama at {host}. Start it with `ollama serve`, or set OLLAMA_HOST to the "
+                    "address where it runs.",
         )
 
 
 class ModelNotPulled(LLMError):
     def __init__(self, model: str) -> None:
-        super().__init__(f"The model “{model}” is not installed in Ollama. Run `ollama pull {model}`, or pick another model in Settings.", model=model)
+        super().__init__(f"The model “{model}” is not installed in Ollama yet. Download it on the Settings page, or "
+                         "pick another model there.", model=model,
+                         details=f"In a terminal: `ollama pull {model}`.")
 
 
 class LLMTimeout(LLMError):
     def __init__(self, seconds: float) -> None:
         super().__init__(
-            f"The model did not answer within {seconds:g} seconds. It may still be loading; try again, "
-            "or raise DOCCHAT_LLM_TIMEOUT."
+            f"The model did not answer within {_duration(seconds)}. It may still be starting up; try again in a "
+            "moment.", seconds=seconds,
+            details=f"The waiting time is set by DOCCHAT_LLM_TIMEOUT (now {seconds:g} s); raise it for a slow computer.",
         )
 
 
@@ -193,21 +239,26 @@ class OllamaRefused(OllamaUnavailable):
     """The Ollama host answered but refused the request (missing or wrong API key)."""
 
     def __init__(self, host: str, status: int) -> None:
-        LLMError.__init__(self, f"Ollama at {host} refused the request (HTTP {status}). Check OLLAMA_API_KEY "
-                                "(the key for that server), or point OLLAMA_HOST at your own Ollama.", host=host, status=status)
+        LLMError.__init__(self, "The language model's server refused DocChat's request: it needs a valid access "
+                                "key. Ask whoever runs that server for the key, or use Ollama on your own computer.",
+                          host=host, status=status,
+                          details=f"{host} answered HTTP {status}. Set OLLAMA_API_KEY to the key for that server, or "
+                                  "point OLLAMA_HOST at your own Ollama.")
 
 
 class OllamaFailed(LLMError):
     """Ollama answered with an error we have no better sentence for."""
 
     def __init__(self, detail: str) -> None:
-        super().__init__(f"Ollama reported a problem ({detail[:200]}). Try again; if it keeps happening, restart Ollama.", detail=detail)
+        super().__init__("Ollama reported a problem. Try again; if it keeps happening, restart Ollama.", detail=detail,
+                         details=f"Ollama said: {detail[:200]}")
 
 
 class ModelPullFailed(LLMError):
     def __init__(self, model: str, detail: str) -> None:
-        super().__init__(f"Ollama could not download the model “{model}” ({detail[:200]}). Check the name on "
-                         "ollama.com/library (for example llama3.2:3b) and your internet connection, then try again.", model=model)
+        super().__init__(f"Ollama could not download the model “{model}”. Check the name on ollama.com/library "
+                         "(for example llama3.2:3b) and your internet connection, then try again.", model=model,
+                         detail=detail, details=f"Ollama said: {detail[:200]}")
 
 
 # -- Wikipedia (rag_core.wikipedia) -------------------------------------------
@@ -253,8 +304,10 @@ class WikipediaRateLimited(WikipediaError):
 
 
 class WikipediaServerError(WikipediaError):
-    fields = ("status", "attempts")
-    template = "Wikipedia's servers are having trouble (HTTP {status}, {attempts} attempts). Try again in a few minutes."
+    def __init__(self, status: int, attempts: int) -> None:
+        tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+        DocChatError.__init__(self, f"Wikipedia's servers are having trouble (HTTP {status}, {tries}). Try again in "
+                              "a few minutes.", status=status, attempts=attempts)
 
 
 class WikipediaRequestRejected(WikipediaError):
@@ -266,6 +319,20 @@ class WikipediaRequestRejected(WikipediaError):
 class WikipediaBadResponse(WikipediaError):
     fields = ("detail",)
     template = "Wikipedia sent an answer DocChat could not read ({detail}). Try again; nothing was changed."
+
+
+class WikipediaTooSlow(WikipediaError):
+    """The whole request (every attempt and wait) ran past DOCCHAT_WIKIPEDIA_DEADLINE."""
+
+    fields = ("limit_s",)
+    template = ("Wikipedia took longer than the {limit_s:g} s limit to answer, so DocChat stopped waiting and changed "
+                "nothing; try again in a minute, or raise DOCCHAT_WIKIPEDIA_DEADLINE.")
+
+
+class WikipediaResponseTooLarge(WikipediaError):
+    fields = ("limit_mb",)
+    template = ("Wikipedia sent an answer larger than the {limit_mb} MB limit, so DocChat stopped reading it and "
+                "changed nothing; try another article, or raise DOCCHAT_WIKIPEDIA_MAX_RESPONSE_MB.")
 
 
 class WikipediaAPIError(WikipediaError):

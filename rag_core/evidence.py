@@ -263,6 +263,16 @@ def find_evidence(claims: Sequence[str], passages: Sequence[str], embedder: Embe
 
 
 # --------------------------------------------------------------------------- the answer
+def _unbacked(check: SentenceCheck) -> bool:
+    return bool(check.cited) and check.status in (UNSUPPORTED, MATCHED)
+
+
+def unbacked_sentences(answer: Answer) -> tuple[SentenceCheck, ...]:
+    """The sentences of a verified answer that cite [n] but that none of their cited passages backs (unsupported,
+    or backed only by a passage they did not cite): the ones a reader must be warned about."""
+    return tuple(ch for ch in answer.sentences if _unbacked(ch))
+
+
 def _context(answer: Answer) -> list[Passage]:
     n = answer.context_passages or len(answer.passages)
     return list(answer.passages[:n])
@@ -345,11 +355,19 @@ def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") 
         else:
             checks.append(SentenceCheck(span[0], span[1], UNSUPPORTED, cited, (), best_any))
 
+    # A claim that cites [n] but none of whose cited passages backs it: [n] is not "verified", even if it backs
+    # another sentence (a true sentence and an injected one both citing [1] leave [1] unsupported, evidence kept).
+    doubted = {n for ch in checks if _unbacked(ch) for n in ch.cited}
     citations: dict[int, Citation] = {}
     for c in (c for c in answer.citations if c.n in cited_passages):
         backed = [(span, ev) for span, ev in uses.get(c.n, []) if ev is not None and ev.supported]
         extra_spans = tuple(span for span, _ in matches.get(c.n, []))
-        if backed:
+        if backed and c.n in doubted:
+            _, top = max(backed, key=lambda x: x[1].score)
+            citations[c.n] = replace(c, status=UNSUPPORTED, evidence_start=top.start, evidence_end=top.end,
+                                     support=top.score,
+                                     answer_spans=tuple(span for span, _ in uses.get(c.n, [])) + extra_spans)
+        elif backed:
             _, top = max(backed, key=lambda x: x[1].score)
             citations[c.n] = replace(c, status=VERIFIED, evidence_start=top.start, evidence_end=top.end,
                                      support=top.score,
@@ -374,7 +392,7 @@ def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") 
     q_words = content_terms(question).words if question else frozenset()
     seen: set[str] = set()
     for c in ordered:
-        if c.status != UNSUPPORTED and c.evidence_start is not None:
+        if c.evidence_start is not None:  # verified, matched, or the backed part of a doubted citation
             chunk = c.passage.chunk
             seen |= content_terms(chunk.text[c.evidence_start:c.evidence_end]).words
             seen |= content_terms(f"{chunk.source.title} {chunk.section}").words
@@ -383,7 +401,7 @@ def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") 
         "claims": len(claims),
         "supported_claims": sum(ch.status in (VERIFIED, MATCHED) for ch in checks),
         "verified": statuses.count(VERIFIED), "unsupported": statuses.count(UNSUPPORTED),
-        "matched": statuses.count(MATCHED),
+        "matched": statuses.count(MATCHED), "unbacked_cited": sum(map(_unbacked, checks)),
         "question_coverage": round(len(q_words & seen) / len(q_words), 4) if q_words else None,
         "ms": round((time.perf_counter() - t0) * 1000, 1),
     }
@@ -394,4 +412,5 @@ def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") 
 
 
 __all__ = ["Evidence", "Terms", "MATCHED", "METHODS", "NO_CLAIM", "UNSUPPORTED", "VERIFIED", "answer_sentences",
-           "claim_text", "content_terms", "decide", "find_evidence", "split_sentences", "verify_answer"]
+           "claim_text", "content_terms", "decide", "find_evidence", "split_sentences", "unbacked_sentences",
+           "verify_answer"]

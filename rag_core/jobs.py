@@ -1,12 +1,20 @@
-"""Background ingest queue: files are added one at a time on a worker thread, so an upload keeps going when
-the person switches pages, and every page can tell that the library is still being built."""
+"""Background ingest queue: files are added on a small pool of worker threads, so an upload keeps going when the
+person switches pages, and every page can tell that the library is still being built.
+
+Fair for the hosted demo, where everyone shares one queue: each owner (a demo session; None locally) has a queue of
+their own, at most one of their jobs runs at a time (in the order they were submitted), and free workers take the
+next job from the owners in turn. So a second visitor's small file starts while the first visitor's big one runs,
+and no one occupies every worker while others wait. Each job is bounded by the file's time budget
+(DOCCHAT_INGEST_TIMEOUT_S, enforced by the library), so a worker is never held longer than that.
+"""
 from __future__ import annotations
 
+import itertools
 import logging
-import queue
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -52,29 +60,33 @@ class JobView:
 
 
 class IngestQueue:
-    """Runs ingests one after another on a daemon worker thread; thread-safe, one per process."""
+    """Runs ingests on up to `workers` daemon threads, one job per owner at a time, owners in turn; thread-safe,
+    one per process."""
 
-    def __init__(self, library: Library, keep_finished: int = 500) -> None:
+    def __init__(self, library: Library, keep_finished: int = 500, workers: int | None = None) -> None:
         self.library = library
         self.keep_finished = keep_finished
+        self.workers = workers or library.settings.ingest_workers
         self._jobs: dict[str, JobView] = {}
         self._work: dict[str, Work] = {}
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._thread: threading.Thread | None = None
+        self._waiting: dict[str | None, deque[str]] = {}  # owner -> their queued job ids, oldest first
+        self._running: set[str | None] = set()  # owners with a job running
+        self._turns = itertools.count()
+        self._last_turn: dict[str | None, int] = {}  # owner -> when a job of theirs last started
+        self._threads: list[threading.Thread] = []
 
     # -- submitting ----------------------------------------------------------
     def submit(self, label: str, work: Work, owner: str | None = None, kind: str = "file") -> str:
         """Queue a unit of work (it gets a progress callback and returns a result); returns the job id."""
         job_id = uuid.uuid4().hex
-        with self._lock:
+        with self._changed:
             self._jobs[job_id] = JobView(job_id, label, owner, "queued", kind=kind, submitted=time.time())
             self._work[job_id] = work
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="docchat-ingest", daemon=True)
-                self._thread.start()
-            self._queue.put(job_id)  # under the lock: the worker's exit check (below) sees it
+            self._waiting.setdefault(owner, deque()).append(job_id)
+            self._start_workers()
+            self._changed.notify_all()
         return job_id
 
     def submit_bytes(self, data: bytes, file_name: str, owner: str | None = None) -> str:
@@ -121,6 +133,34 @@ class IngestQueue:
                 if j in self._jobs and self._jobs[j].state == "done":
                     del self._jobs[j]
 
+    # -- scheduling (under the lock) -------------------------------------------
+    def _start_workers(self) -> None:
+        """Start threads up to `workers`, no more than there are owners with work (one job per owner runs)."""
+        self._threads = [t for t in self._threads if t.is_alive()]
+        wanted = min(self.workers, len(set(self._waiting) | self._running))
+        while len(self._threads) < wanted:
+            thread = threading.Thread(target=self._run, name=f"docchat-ingest-{len(self._threads) + 1}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _take(self) -> str | None:
+        """The next job to run: the oldest job of the owner served longest ago (never: first) among those with
+        nothing running; None when no job may run now."""
+        free = [o for o in self._waiting if o not in self._running]  # dict order: whose job has waited longest
+        if not free:
+            return None
+        owner = min(free, key=lambda o: self._last_turn.get(o, -1))
+        queued = self._waiting[owner]
+        job_id = queued.popleft()
+        if not queued:
+            del self._waiting[owner]
+        self._running.add(owner)
+        self._last_turn[owner] = next(self._turns)
+        if len(self._last_turn) > 2 * self.keep_finished:  # forget the owners served longest ago
+            for old in sorted(self._last_turn, key=self._last_turn.__getitem__)[:self.keep_finished]:
+                del self._last_turn[old]
+        return job_id
+
     # -- worker --------------------------------------------------------------
     def _update(self, job_id: str, **changes) -> None:
         with self._changed:
@@ -128,35 +168,47 @@ class IngestQueue:
             self._changed.notify_all()
 
     def _run(self) -> None:
+        me = threading.current_thread()
         while True:
-            job_id = self._queue.get()
-            if job_id is None:
-                with self._lock:
-                    if self._queue.empty():  # close(): stop; a job submitted after it keeps this worker going
-                        self._thread = None
+            with self._changed:
+                job_id = self._take()
+                while job_id is None:
+                    if not self._waiting:  # nothing queued: this worker ends (a later submit starts one again)
+                        if me in self._threads:
+                            self._threads.remove(me)
+                        self._changed.notify_all()
                         return
-                continue
-            with self._lock:
+                    self._changed.wait()  # queued jobs all belong to owners with a job running
+                    job_id = self._take()
                 work = self._work.pop(job_id)
-                label = self._jobs[job_id].label
-            self._update(job_id, state="running", stage="")
-
-            def progress(stage: str, done: int, total: int, _id: str = job_id) -> None:
-                self._update(_id, stage=stage, done=done, total=total)
-
-            from .library import IngestResult
-
+                view = self._jobs[job_id]
             try:
-                result = work(progress)
-            except DocChatError as e:
-                result = IngestResult(label, "failed", error=str(e))
-            except Exception:  # noqa: BLE001 - the worker must survive; the user gets a sentence, the log the traceback
-                log.exception("Unexpected failure while adding %s", label)
-                result = IngestResult(label, "failed", error=(
-                    f"“{label}”: something unexpected went wrong while adding this; your library was not changed. "
-                    "Try again in a moment."))
-            self._update(job_id, state="done", result=result)
+                self._update(job_id, state="running", stage="")
+                result = self._execute(job_id, view.label, work)
+                self._update(job_id, state="done", result=result)
+            finally:
+                with self._changed:
+                    self._running.discard(view.owner)
+                    self._changed.notify_all()
             self._prune()
+
+    def _execute(self, job_id: str, label: str, work: Work) -> Any:
+        """Run one job's work; whatever goes wrong becomes a failed result with one sentence."""
+
+        def progress(stage: str, done: int, total: int) -> None:
+            self._update(job_id, stage=stage, done=done, total=total)
+
+        from .library import IngestResult
+
+        try:
+            return work(progress)
+        except DocChatError as e:
+            return IngestResult(label, "failed", error=str(e), details=e.details)
+        except Exception:  # noqa: BLE001 - the worker must survive; the user gets a sentence, the log the traceback
+            log.exception("Unexpected failure while adding %s", label)
+            return IngestResult(label, "failed", error=(
+                f"“{label}”: something unexpected went wrong while adding this; your library was not changed. "
+                "Try again in a moment."))
 
     def _prune(self) -> None:
         with self._lock:
@@ -165,10 +217,11 @@ class IngestQueue:
                 del self._jobs[j.id]
 
     def close(self, timeout: float = 5.0) -> None:
-        """Stop the worker after the jobs already queued (a later submit starts a new one)."""
-        with self._lock:
-            thread = self._thread
-            if thread is None or not thread.is_alive():
-                return  # no worker to stop: a sentinel left in the queue would swallow the next job
-            self._queue.put(None)
-        thread.join(timeout)
+        """Let the workers finish the jobs already queued and end (a later submit starts new ones)."""
+        end = time.monotonic() + timeout
+        with self._changed:
+            while any(t.is_alive() for t in self._threads):
+                left = end - time.monotonic()
+                if left <= 0:
+                    return
+                self._changed.wait(left)

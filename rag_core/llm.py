@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -66,12 +66,17 @@ class OllamaStatus:
 
     reachable: bool
     models: list[str] = field(default_factory=list)
-    error: str | None = None
+    error: str | None = None  # one plain sentence
+    details: str | None = None  # the technical part (address, variable names), for an expandable "Details"
 
     def has_model(self, name: str) -> bool:
         """True when `name` is installed ("llama3.2" also matches "llama3.2:latest")."""
+        return self.installed_name(name) is not None
+
+    def installed_name(self, name: str) -> str | None:
+        """The installed model's name as Ollama lists it ("llama3.2" -> "llama3.2:latest"), or None."""
         want = name if ":" in name else f"{name}:latest"
-        return any(m in (name, want) for m in self.models)
+        return next((m for m in self.models if m in (name, want)), None)
 
 
 def ollama_status(settings: Settings) -> OllamaStatus:
@@ -82,21 +87,39 @@ def ollama_status(settings: Settings) -> OllamaStatus:
     except (httpx.HTTPError, ConnectionError, ollama.ResponseError) as e:
         err = translate_error(e, settings)
         log.info("Ollama status at %s: %s (%s)", settings.ollama_host, type(e).__name__, e)
-        return OllamaStatus(reachable=False, models=[], error=str(err))
+        return OllamaStatus(reachable=False, models=[], error=str(err), details=err.details or None)
     finally:
         client.close()
     names = sorted({m.model for m in listing.models if m.model})
     return OllamaStatus(reachable=True, models=names, error=None)
 
 
+_STAGES = {"pulling manifest": "Getting ready…", "verifying sha256 digest": "Checking the download…",
+           "writing manifest": "Finishing…", "removing any unused layers": "Finishing…",
+           "success": "Download complete."}
+_NEARLY = 0.99  # the bar's ceiling until Ollama says "success" (more layers or the check may still come)
+
+
+def _size(n: int) -> str:
+    """Bytes for people: "812 KB", "1.3 MB", "2.0 GB"."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{max(0, round(n / 1e3))} KB"
+
+
 @dataclass(frozen=True)
 class PullProgress:
-    """One line of the /api/pull stream."""
+    """One line of the /api/pull stream, with the whole download's progress so far (`overall`, `done_bytes`,
+    `total_bytes`: every layer Ollama has reported, as filled in by PullMeter)."""
 
     status: str
     digest: str | None = None
     total: int | None = None
     completed: int | None = None
+    overall: float = 0.0
+    done_bytes: int = 0
+    total_bytes: int = 0
 
     @property
     def fraction(self) -> float | None:
@@ -110,18 +133,53 @@ class PullProgress:
         """True on the final "success" line."""
         return self.status == "success"
 
+    @property
+    def label(self) -> str:
+        """What the download is doing, in words for people ("Downloading — 1.2 of 2.0 GB")."""
+        if self.status in _STAGES:
+            return _STAGES[self.status]
+        if self.status.startswith("pulling") and self.total_bytes:
+            return f"Downloading — {_size(self.done_bytes)} of {_size(self.total_bytes)}"
+        return "Downloading…" if self.status.startswith("pulling") else "Working…"
+
+
+class PullMeter:
+    """One progress bar for a whole pull: bytes completed over bytes to fetch, summed across every layer (digest)
+    Ollama has reported, so the bar does not restart for each layer. It never goes back (a new layer appearing
+    adds to the total) and stays below 100 % until Ollama's final "success"."""
+
+    def __init__(self) -> None:
+        self._layers: dict[str, tuple[int, int]] = {}  # digest -> (completed, total)
+        self.fraction = 0.0
+
+    def add(self, part: PullProgress) -> PullProgress:
+        """`part` with the overall progress filled in."""
+        if part.digest and part.total:
+            done = max(0, min(part.completed or 0, part.total))
+            seen = self._layers.get(part.digest, (0, 0))[0]
+            self._layers[part.digest] = (max(done, seen), part.total)
+        done_bytes = sum(c for c, _ in self._layers.values())
+        total_bytes = sum(t for _, t in self._layers.values())
+        if part.done:
+            self.fraction, done_bytes = 1.0, total_bytes
+        elif total_bytes:
+            self.fraction = max(self.fraction, min(_NEARLY, done_bytes / total_bytes))
+        return replace(part, overall=self.fraction, done_bytes=done_bytes, total_bytes=total_bytes)
+
 
 def pull_model(settings: Settings, name: str) -> Iterator[PullProgress]:
-    """Download a model into Ollama, yielding progress lines from /api/pull; raises an LLMError on failure."""
+    """Download a model into Ollama, yielding progress lines from /api/pull (each with the whole download's
+    progress so far, see PullMeter); raises an LLMError on failure."""
     name = name.strip()
     if not name:
         raise ModelPullFailed(name, "no model name was given")
     # Reading a multi-GB pull can pause for long; only the connection gets the short timeout.
     client = make_client(settings, read_timeout=max(settings.llm_timeout_s, 300.0))
+    meter = PullMeter()
     try:
         for part in client.pull(name, stream=True):
-            yield PullProgress(status=part.status or "", digest=part.digest, total=part.total,
-                               completed=part.completed)
+            yield meter.add(PullProgress(status=part.status or "", digest=part.digest, total=part.total,
+                                         completed=part.completed))
     except ollama.ResponseError as e:
         if e.status_code in (401, 403):
             raise translate_error(e, settings, name) from e

@@ -6,6 +6,7 @@ import logging
 import math
 import re
 import string
+from collections.abc import Iterable
 from urllib.parse import quote, urlsplit
 
 from .models import Chunk
@@ -24,16 +25,27 @@ HIGHLIGHT_COLOR = "orange"  # Streamlit's :orange-background[...] directive
 WIKIPEDIA_HOST = re.compile(r"^[a-z][a-z0-9-]{1,30}\.(m\.)?wikipedia\.org$")
 
 
-# GitHub-flavoured Markdown turns bare "https://…", "www.…" and "name@host" into links *after* escapes are
-# resolved, so escaping cannot stop it; an invisible WORD JOINER inside the pattern does.
+# Streamlit renders Markdown with react-markdown + remark-gfm, whose autolink-literal step turns bare "http(s)://…",
+# "www.…" and "name@host.tld" into links *after* escapes are resolved, so escaping cannot stop it; an invisible WORD
+# JOINER inside each pattern does: between ":" and "/", between "www" and ".", after "@" before a name. Nowhere else,
+# so copied text and the reply's **[n]** markers (no joiner may touch their "**") stay as they are.
 WORD_JOINER = "\u2060"
-_AUTOLINK = re.compile(r"(?i)(?<=:)(?=//)|(?<=@)|\bwww(?=\.)")
-_WWW = re.compile(r"(?i)\bwww(?=\.)")
+_TAIL = 3  # characters of context the joiner rule needs ("www")
+
+
+def _joiner_before(before: str, ch: str) -> bool:
+    """Would an autolink continue at `ch` after `before` (only its last three characters matter)?"""
+    if ch == "/":
+        return before.endswith(":")
+    if ch == ".":
+        return before[-_TAIL:].lower() == "www"
+    return before.endswith("@") and (ch.isalnum() or ch in "-_")
 
 
 def defuse_autolinks(text: str) -> str:
     """Break bare URLs and e-mail addresses with an invisible joiner so Markdown shows them as plain text."""
-    return _AUTOLINK.sub(lambda m: m.group(0) + WORD_JOINER, text)
+    return "".join(WORD_JOINER + ch if i and _joiner_before(text[max(0, i - _TAIL):i], ch) else ch
+                   for i, ch in enumerate(text))
 
 
 def escape_markdown(text: str, keep_newlines: bool = False) -> str:
@@ -47,24 +59,50 @@ def escape_markdown(text: str, keep_newlines: bool = False) -> str:
     return "".join("\\" + ch if ch in _PUNCT else ch for ch in text)
 
 
-def escape_stream(delta: str) -> str:
-    """Character-level escape of a piece of a streamed reply: concatenated pieces escape the whole reply.
+class StreamEscaper:
+    """Escapes a streamed reply piece by piece: the pieces joined are the whole reply escaped, and an autolink cut
+    across pieces ("ww" + "w.evil.example", "https:" + "//…", "me@" + "evil…") is still broken."""
 
-    Line breaks are kept as hard breaks so lists and paragraphs of the reply still read as such.
-    """
-    delta = _CONTROL.sub("", (delta or "").replace("\r", ""))
-    return "".join("\\" + ch + (WORD_JOINER if ch in ":@" else "") if ch in _PUNCT else ("  \n" if ch == "\n" else ch)
-                   for ch in delta)
+    def __init__(self) -> None:
+        self._tail = ""  # the last characters seen (control characters dropped), for the joiner rule
+
+    def feed(self, delta: str) -> str:
+        """The escaped Markdown of the next piece: every punctuation character backslash-escaped, line breaks kept
+        as hard breaks (so the reply's lists and paragraphs still read as such), autolinks broken."""
+        out: list[str] = []
+        tail = self._tail
+        for ch in _CONTROL.sub("", (delta or "").replace("\r", "")):
+            if _joiner_before(tail, ch):
+                out.append(WORD_JOINER)
+            out.append("\\" + ch if ch in _PUNCT else "  \n" if ch == "\n" else ch)
+            tail = (tail + ch)[-_TAIL:]
+        self._tail = tail
+        return "".join(out)
+
+
+def escape_stream(text: str) -> str:
+    """Character-level escape of a whole text as a stream of one piece (see StreamEscaper for many pieces)."""
+    return StreamEscaper().feed(text)
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:([-*•])|(\d{1,2})[.)])\s+(?=\S)")
 
 
-def reply_markdown(text: str) -> str:
+#: Shown after a sentence of a reply that its cited passage does not back (Streamlit's badge directive).
+UNBACKED_MARK = ":orange-badge[:material/warning: not backed by the cited passage]"
+_SLOT = "\ue000"  # a private-use character standing for UNBACKED_MARK while the reply is escaped
+
+
+def reply_markdown(text: str, marked: Iterable[tuple[int, int]] = ()) -> str:
     """A model's reply (untrusted: it echoes documents) as inert Markdown: its lines, bullet and numbered lists
-    kept (only the list markers are Markdown), every other character literal, and [n] markers in bold."""
+    kept (only the list markers are Markdown), every other character literal, and [n] markers in bold.
+
+    `marked` are (start, end) spans of `text` (e.g. evidence.unbacked_sentences) each followed by UNBACKED_MARK."""
+    text = (text or "").replace(_SLOT, "\ufffd")  # same length: the spans still index it
+    for end in sorted({e for s, e in marked if 0 <= s < e <= len(text)}, reverse=True):
+        text = text[:end] + _SLOT + text[end:]
     lines = []
-    text = _WWW.sub("www" + WORD_JOINER, _CONTROL.sub("", (text or "").replace("\r", "")))  # escape_stream does : and @
+    text = _CONTROL.sub("", text.replace("\r", ""))
     for line in text.strip().split("\n"):
         m = _LIST_ITEM.match(line)
         if m:
@@ -74,7 +112,7 @@ def reply_markdown(text: str) -> str:
             lines.append(escape_stream(line.strip()) + "  ")
         else:
             lines.append("")
-    return _MARKER.sub(lambda m: f"**{m.group(0)}**", "\n".join(lines))
+    return _MARKER.sub(lambda m: f"**{m.group(0)}**", "\n".join(lines)).replace(_SLOT, " " + UNBACKED_MARK)
 
 
 def _trim(text: str, limit: int, from_start: bool) -> str:
@@ -264,7 +302,7 @@ KIND_LABELS = {"pdf": "PDF", "docx": "Word", "txt": "Text", "md": "Markdown", "w
 
 def message_markdown(text: str) -> str:
     """A DocChat message (which may quote a file name) as Markdown: escaped, except `code` spans stay code."""
-    return "".join(part if _CODE_SPAN.fullmatch(part) else escape_stream(_WWW.sub("www" + WORD_JOINER, part))
+    return "".join(part if _CODE_SPAN.fullmatch(part) else escape_stream(part)
                    for part in _CODE_SPAN.split(text or ""))
 
 

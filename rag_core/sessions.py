@@ -7,9 +7,10 @@ the server's (a visitor cannot point the app at another Ollama host). Library.in
 per owner, so two visitors uploading the same file get two separate copies and neither can reach the other's.
 
 One `DemoHub` per process (the app keeps it in st.cache_resource) holds the shared Library, each session's last
-activity, quota reservations and question times; it is thread-safe, like Streamlit's one-thread-per-session model
-needs. Idle sessions (settings.demo_session_idle_minutes) lose their documents via `cleanup_idle()`, which a daemon
-thread started by `start_janitor()` calls every minute.
+activity and client address, quota reservations, question and page-image times (`rag_core.quotas`: per session, per
+client address and for the whole demo, so new sessions get no more room); it is thread-safe, like Streamlit's
+one-thread-per-session model needs. Idle sessions (settings.demo_session_idle_minutes) lose their documents via
+`cleanup_idle()`, which a daemon thread started by `start_janitor()` calls every minute.
 """
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ from .errors import DemoTrouble, DocChatError, DocumentNotFound, SampleReadOnly
 from .generation import start_answer
 from .library import IngestResult, Library, scoped_doc_id
 from .loaders import load_bytes
-from .models import Answer, DocumentInfo, Passage
-from .quotas import Ledger, Usage
+from .models import Answer, Document, DocumentInfo, Passage
+from .quotas import Holdings, Ledger, Usage, visitors
 from .retrieval import DEFAULT_METHOD, retrieve
 from .samples import SAMPLES_DIR, sample_document, sample_files
 from .store import Progress
@@ -70,15 +71,22 @@ class DemoHub:
         self.library = library
         self.settings = settings or library.settings
         self.clock = clock
-        self.ledger = Ledger(self.settings, clock)  # activity and quota use per session
+        self.ledger = Ledger(self.settings, clock)  # activity and quota use per session, client and demo
+        self._warned_no_address = False
         self._janitor: threading.Thread | None = None
         self._stop = threading.Event()
 
     # -- sessions ------------------------------------------------------------
-    def session(self, session_id: str) -> SessionLibrary:
-        """The private library of one session (created on first use; every call counts as activity)."""
+    def session(self, session_id: str, client: str | None = None) -> SessionLibrary:
+        """The private library of one session (created on first use; every call counts as activity). `client` is
+        the visitor's address (`quotas.client_address`): the session's documents, questions and page images also
+        count against it; without one the session shares the single "unknown" bucket."""
         check_session_id(session_id)
-        self.ledger.touch(session_id)
+        if client is None and not self._warned_no_address:
+            self._warned_no_address = True
+            log.warning("A demo visitor has no client address (a local connection, or a reverse proxy that is not "
+                        "trusted: see DOCCHAT_DEMO_TRUST_PROXY); such visitors share one set of per-client limits")
+        self.ledger.touch(session_id, client)
         return SessionLibrary(self, session_id)
 
     def active_sessions(self) -> list[str]:
@@ -176,12 +184,14 @@ class DemoHub:
         """The sample library."""
         return self.library.documents(owners=[SHARED_OWNER])
 
-    def _held(self, session_id: str) -> list[str]:
-        return [d.doc_id for d in self.library.documents(owners=[session_id])]
+    def holdings(self) -> Holdings:
+        """Every visitor's documents now in the library, by owner (the shared samples excluded)."""
+        return visitors(((d.owner, d.doc_id) for d in self.library.documents()), SHARED_OWNER)
 
     def reserve(self, session_id: str, file_name: str, size: int) -> None:
-        """Check and reserve room for one more document of a session (LimitReached when it does not fit)."""
-        self.ledger.reserve(session_id, _safe_name(file_name), size, self._held(session_id))
+        """Check and reserve room for one more document of a session, within its own, its client's and the whole
+        demo's limits (LimitReached when it does not fit)."""
+        self.ledger.reserve(session_id, _safe_name(file_name), size, self.holdings())
 
 
 # --------------------------------------------------------------------------- one session's view
@@ -233,8 +243,13 @@ class SessionLibrary:
         return self._library.embedder.ready
 
     def usage(self) -> Usage:
-        """Files, bytes and questions used of this session's limits."""
-        return self._hub.ledger.usage(self.session_id, self._hub._held(self.session_id))
+        """Files, bytes and questions used of this session's limits (and of its client's)."""
+        return self._hub.ledger.usage(self.session_id, self._hub.holdings())
+
+    def count_page_render(self) -> None:
+        """Count one page image against the per-minute limits (LimitReached, one sentence, when one is reached)."""
+        self._touch()
+        self._hub.ledger.count_render(self.session_id)
 
     def original(self, doc_id: str) -> bytes | None:
         """The stored PDF of a visible document (to show a cited page), or None."""
@@ -310,9 +325,10 @@ class SessionLibrary:
             if progress:
                 progress("reading", 0, 1)
             self._library.check_size(name, len(data))
-            doc = load_bytes(data, name, self.settings)  # ingest_document scopes the id to this owner
+            deadline = self._library.deadline(name)  # the file's time budget covers reading it too
+            doc = load_bytes(data, name, self.settings, deadline)  # ingest_document scopes the id to this owner
             result = self._library.ingest_document(doc, owner=self.session_id, progress=progress, label=name,
-                                                   original=data)
+                                                   original=data, deadline=deadline)
         except DocChatError as e:
             log.info("Demo upload failed: %s", e)
             return IngestResult(name, "failed", error=str(e))
@@ -322,18 +338,31 @@ class SessionLibrary:
         return result
 
     def import_wikipedia(self, title: str, lang: str = "en", progress: Progress | None = None) -> WikiImportResult:
-        """Import one Wikipedia article into this session's library (counts as one file; LimitReached when full)."""
+        """Import one Wikipedia article into this session's library: it counts as one document of the size of its
+        text, checked once the article is fetched and before it is stored (LimitReached now when no document fits;
+        a failed result saying which limit when the text does not)."""
         self._touch()
-        self._hub.reserve(self.session_id, title, 0)
+        hub, sid = self._hub, self.session_id
+        hub.reserve(sid, title, 0)
+        counted = 0
         doc_id = None
+
+        def check(doc: Document) -> None:
+            nonlocal counted
+            if self._library.store.get(scoped_doc_id(doc.doc_id, sid)) is not None:
+                return  # this revision is already here and counted
+            size = len(doc.text.encode("utf-8"))
+            hub.ledger.grow(sid, _safe_name(doc.source.title), size, hub.holdings())
+            counted = size
+
         try:
-            result = import_article(self._library, self.settings, title, lang, owner=self.session_id,
-                                    progress=progress)
-            if result.status in ("added", "unchanged"):
+            result = import_article(self._library, self.settings, title, lang, owner=sid, progress=progress,
+                                    check=check)
+            if result.status == "added":
                 doc_id = result.doc_id
             return result
         finally:
-            self._hub.ledger.settle(self.session_id, 0, doc_id)
+            hub.ledger.settle(sid, counted, doc_id)
 
     def check_room(self, file_name: str = "document", size: int = 0) -> None:
         """Raise LimitReached now if one more document of `size` bytes would not fit (nothing is reserved)."""
@@ -343,7 +372,11 @@ class SessionLibrary:
     def refresh_wikipedia(self, progress: Progress | None = None) -> RefreshReport:
         """Check this session's own Wikipedia articles for newer revisions; the shared samples are never touched."""
         self._touch()
-        return refresh(self._library, self.settings, owners=[self.session_id], progress=progress)
+        report = refresh(self._library, self.settings, owners=[self.session_id], progress=progress)
+        for item in report.changed:  # the new revision is counted at the size of the one it replaced
+            if item.new_doc_id:
+                self._hub.ledger.renamed(self.session_id, item.doc_id, item.new_doc_id)
+        return report
 
     def delete(self, doc_id: str) -> DocumentInfo:
         """Delete one of this session's own documents (SampleReadOnly for a sample; DocumentNotFound otherwise)."""

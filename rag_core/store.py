@@ -5,10 +5,13 @@ langchain-qdrant's payload layout {page_content, metadata} (plus metadata.status
 collection reads as a langchain-qdrant one. The engine is a rag_core.backends.Backend: Qdrant Edge embedded under
 the data dir (default) or a Qdrant server (QDRANT_URL); both store the same ids, vectors and payloads.
 
-A document is visible only once complete: its registry entry and its chunk points are written "pending", every
-chunk is stored, then its points are marked "complete" (one set-payload-by-filter) and so is its entry. Searches
-filter on that flag inside the engine. A failure rolls the document back; a crash leaves a "pending" entry that
-cleanup_pending removes the next time the library is opened. Writes are serialised by one lock; reads take none.
+A document is visible only once complete: its registry entry is written "pending" (and flushed), its chunk points
+"pending", then its points are marked "complete" (one set-payload-by-filter) and so is its entry. Searches filter
+on that flag inside the engine. A delete marks the entry "deleting" (flushed) before any point goes. A failure rolls
+the document back; a crash (or a full disk that stops the roll-back) leaves a "pending" or "deleting" entry that
+cleanup_pending removes the next time the library is opened or written (rag_core.backends.journal). Re-adding a
+document whose points are not all there stores it again. Engine failures leave as one sentence: DiskFull or
+StorageError (a full disk still lists and searches). Writes are serialised by one lock; reads take none.
 """
 from __future__ import annotations
 
@@ -16,12 +19,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, replace
+from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
-from uuid import UUID
 
-from langchain_core.documents import Document
 from langchain_qdrant import SparseVector
 
 from .backends import (
@@ -32,17 +34,28 @@ from .backends import (
     PENDING,
     STATUS_KEY,
     Backend,
-    Hit,
     RawPoint,
     Scope,
     Search,
+    journal,
     open_backend,
+    translated,
 )
 from .backends import DENSE as DENSE  # re-exported: the vector names, as before
 from .backends import LEXICAL as LEXICAL
+from .backends.layout import (  # noqa: F401 - chunk_from_payload, chunk_metadata, ... re-exported, as before
+    chunk_from_payload,
+    chunk_metadata,
+    chunk_to_document,
+    document_payload,
+    document_to_chunk,
+    info_from_entry,
+    passage_from_hit,
+    payload_document,
+)
 from .config import Settings
 from .embeddings import LEXICAL_VERSION, Embedder, LexicalEncoder
-from .errors import DocumentNotFound, EmbeddingModelMismatch
+from .errors import DiskFull, DocChatError, DocumentNotFound, EmbeddingModelMismatch
 from .models import Chunk, DocumentInfo, Passage, SourceMeta
 
 log = logging.getLogger(__name__)
@@ -59,83 +72,6 @@ def now_iso() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
-def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
-    """Everything needed to cite a chunk: where it sits in its document, where the document came from."""
-    src = chunk.source
-    return {
-        "doc_id": chunk.doc_id,
-        "index": chunk.index,
-        "char_start": chunk.char_start,
-        "char_end": chunk.char_end,
-        "page_start": chunk.page_start,
-        "page_end": chunk.page_end,
-        "heading_path": list(chunk.heading_path),
-        "anchor": chunk.anchor,
-        "source": asdict(src),
-        # Flat copies for LangChain users and prompts (document_to_chunk reads the fields above).
-        "title": src.title,
-        "section": chunk.section,
-        "page": chunk.page_start,
-        "url": src.url,
-        "license": src.license,
-    }
-
-
-def chunk_to_document(chunk: Chunk, owner: str | None) -> Document:
-    """A chunk as the LangChain Document DocChat stores (id = its Qdrant point id; owner None = no owner)."""
-    return Document(page_content=chunk.text, metadata={**chunk_metadata(chunk), "owner": owner}, id=chunk.point_id)
-
-
-def document_to_chunk(doc: Document) -> Chunk:
-    """Rebuild a Chunk from a Document made by chunk_to_document (stored, retrieved or returned by lc)."""
-    return _chunk(doc.page_content, doc.metadata)
-
-
-def _chunk(text: str, meta: dict[str, Any]) -> Chunk:
-    return Chunk(
-        doc_id=meta["doc_id"],
-        index=meta["index"],
-        text=text,
-        char_start=meta["char_start"],
-        char_end=meta["char_end"],
-        page_start=meta.get("page_start"),
-        page_end=meta.get("page_end"),
-        heading_path=tuple(meta.get("heading_path") or ()),
-        source=SourceMeta(**meta["source"]),
-        anchor=meta.get("anchor"),
-    )
-
-
-def document_payload(doc: Document) -> dict[str, Any]:
-    """A Document as a Qdrant point payload, in langchain-qdrant's layout {page_content, metadata}."""
-    return {CONTENT_KEY: doc.page_content, METADATA_KEY: doc.metadata}
-
-
-def payload_document(payload: dict[str, Any], point_id: str | int | UUID | None = None) -> Document:
-    """The Document stored in a Qdrant point payload (langchain-qdrant's layout)."""
-    return Document(page_content=payload[CONTENT_KEY], metadata=payload[METADATA_KEY],
-                    id=None if point_id is None else str(point_id))
-
-
-def chunk_from_payload(payload: dict[str, Any]) -> Chunk:
-    """Rebuild a Chunk from a stored point's payload."""
-    return document_to_chunk(payload_document(payload))
-
-
-def _passage(hit: Hit) -> Passage:
-    """A search hit as a Passage (read straight from the {page_content, metadata} payload: no Document on the way)."""
-    return Passage(_chunk(hit.payload[CONTENT_KEY], hit.payload[METADATA_KEY]), hit.score)
-
-
-def _info_from_payload(p: dict) -> DocumentInfo:
-    return DocumentInfo(
-        doc_id=p["doc_id"], title=p["title"], kind=p["kind"], pages=p.get("pages"), chunks=p["chunks"],
-        added_at=p["added_at"], file_name=p.get("file_name", ""), url=p.get("url"), sha256=p.get("sha256", ""),
-        revision_id=p.get("revision_id"), lang=p.get("lang"), page_id=p.get("page_id"), owner=p.get("owner"),
-        flags=tuple(p.get("flags") or ()),
-    )
-
-
 def _scope(doc_ids: Iterable[str] | None, owners: Iterable[str | None] | None) -> Scope:
     return Scope(None if doc_ids is None else tuple(doc_ids), None if owners is None else tuple(owners))
 
@@ -150,12 +86,23 @@ class Store:
         self.lexical = LexicalEncoder()
         self.collection = settings.collection
         self._lock = threading.RLock()  # writes only: add/delete are multi-step sequences
-        self._ensure_collections()
+        self._unfinished: set[str] = set()  # adds / deletes not finished or undone (a full disk): retried on writes
+        with self._engine("be opened"):
+            self._ensure_collections()
         self.cleanup_pending()
-        if backend.unindexed_points() >= OPTIMIZE_AT_OPEN:
-            log.warning("Indexing %d chunks for fast search (once; this can take a few minutes)",
-                        backend.unindexed_points())
-            self.optimize()
+        if backend.kind == "edge" and not self._unfinished:  # one process owns it: what no journal explains is damage
+            try:
+                self.repair()
+            except DiskFull as e:  # reading still works; the check is made at a later open
+                log.warning("Not checking the library for damage now: %s", e)
+        with self._engine("be opened"):
+            if backend.unindexed_points() >= OPTIMIZE_AT_OPEN:
+                log.warning("Indexing %d chunks for fast search (once; this can take a few minutes)",
+                            backend.unindexed_points())
+                self.optimize()
+
+    def _engine(self, action: str, outcome: str | None = None) -> AbstractContextManager[None]:
+        return translated(self.backend, action, outcome)
 
     # -- setup ---------------------------------------------------------------
     def _ensure_collections(self) -> None:
@@ -185,44 +132,81 @@ class Store:
         log.warning("Re-encoded the lexical vectors of %d chunks for %s", done, LEXICAL_VERSION)
 
     def cleanup_pending(self) -> int:
-        """Remove documents whose ingest (or deletion) never finished, e.g. after a crash; returns how many."""
+        """Remove documents whose adding (or deleting) never finished, e.g. after a crash; returns how many. On a
+        full disk what cannot be removed yet stays invisible and is retried on the next write."""
         removed = 0
         with self._lock:
-            for status in (PENDING, DELETING):
-                for p in self.backend.entries(status):
-                    if (status == PENDING and self.backend.kind == "server"
-                            and time.time() - p.get("started", 0) < PENDING_GRACE_S):
-                        continue  # another process may still be writing it
-                    log.warning("Removing half-%s document %s (%s)", "indexed" if status == PENDING else "deleted",
-                                p["doc_id"], p.get("title"))
-                    self._delete_points(p["doc_id"])
+            with self._engine("be read"):
+                left = journal.unfinished(self.backend, PENDING_GRACE_S, self._unfinished)
+            self._unfinished &= set(left)
+            for doc_id, p in left.items():
+                half = "indexed" if p.get(STATUS_KEY) == PENDING else "deleted"
+                log.warning("Removing half-%s document %s (%s)", half, doc_id, p.get("title"))
+                try:
+                    with self._engine("finish removing a document"):
+                        journal.finish(self.backend, doc_id)
+                except DocChatError as e:
+                    log.warning("Could not remove %s yet: %s", doc_id, e)
+                    self._unfinished.add(doc_id)
+                else:
+                    self._unfinished.discard(doc_id)
                     removed += 1
             if removed:
-                self.backend.flush()
+                self._flush()
         return removed
+
+    def repair(self) -> int:
+        """Remove what no journal explains (complete documents missing points, points of no document), e.g. after
+        the library's files were damaged; returns how many documents were removed (each can be added again)."""
+        with self._lock, self._engine("be checked"):
+            return journal.repair(self.backend)
+
+    def _finish_leftovers(self) -> None:
+        if self._unfinished:
+            self.cleanup_pending()
+
+    def _flush(self) -> None:
+        with self._engine("be saved"):
+            self.backend.flush()
 
     # -- registry ------------------------------------------------------------
     def get(self, doc_id: str, owners: Iterable[str | None] | None = None) -> DocumentInfo | None:
         """The complete document with this id (visible to `owners`), or None."""
-        p = self.backend.get_entry(doc_id)
+        with self._engine("be read"):
+            p = self.backend.get_entry(doc_id)
         if not p or p.get(STATUS_KEY) != COMPLETE:
             return None
         if owners is not None and p.get("owner") not in list(owners):
             return None
-        return _info_from_payload(p)
+        return info_from_entry(p)
+
+    def intact(self, doc_id: str, owners: Iterable[str | None] | None = None) -> DocumentInfo | None:
+        """Like `get`, but None also when not every chunk of the document is stored (adding it again repairs it)."""
+        info = self.get(doc_id, owners)
+        if info is None:
+            return None
+        with self._engine("be read"):
+            stored = self.backend.count(Scope(doc_ids=(doc_id,)))
+        if stored != info.chunks:
+            log.warning("Document %s (%s) has %d of its %d passages", doc_id, info.title, stored, info.chunks)
+            return None
+        return info
 
     def list_documents(self, owners: Iterable[str | None] | None = None) -> list[DocumentInfo]:
         """Every complete document, newest first."""
-        entries = self.backend.entries(COMPLETE, None if owners is None else list(owners))
-        return sorted((_info_from_payload(p) for p in entries), key=lambda d: d.added_at, reverse=True)
+        with self._engine("be read"):
+            entries = self.backend.entries(COMPLETE, None if owners is None else list(owners))
+        return sorted((info_from_entry(p) for p in entries), key=lambda d: d.added_at, reverse=True)
 
     def complete_ids(self) -> set[str]:
         """Ids of documents whose chunks are all stored."""
-        return {p["doc_id"] for p in self.backend.entries(COMPLETE)}
+        with self._engine("be read"):
+            return {p["doc_id"] for p in self.backend.entries(COMPLETE)}
 
     def count_chunks(self) -> int:
         """Number of stored chunk points (complete or not)."""
-        return self.backend.count()
+        with self._engine("be read"):
+            return self.backend.count()
 
     # -- writes --------------------------------------------------------------
     def add_chunks(self, source: SourceMeta, chunks: list[Chunk], pages: int | None, owner: str | None = None,
@@ -243,25 +227,44 @@ class Store:
             payload = document_payload(chunk_to_document(c, owner))
             payload[METADATA_KEY][STATUS_KEY] = PENDING
             points.append(RawPoint(c.point_id, dense[i], sparse[i], payload))
+        name = source.file_name or source.title
+        action, outcome = f"save “{name}”", f"“{name}” was not added and your library was not changed"
         with self._lock:
-            old = self.backend.get_entry(doc_id)
-            if old and old.get(STATUS_KEY) == COMPLETE:
-                return _info_from_payload(old)
-            self.backend.put_entry(entry)
-            try:
-                for i in range(0, len(points), UPSERT_BATCH):
-                    self.backend.upsert(points[i:i + UPSERT_BATCH])
-                    if progress:
-                        progress("saving", min(i + UPSERT_BATCH, len(points)), len(points))
-                self.backend.set_status(doc_id, COMPLETE)
-                entry[STATUS_KEY] = COMPLETE
+            self._finish_leftovers()
+            with self._engine(action, outcome):
+                old = self.backend.get_entry(doc_id)
+                if old and journal.intact(self.backend, old):
+                    return info_from_entry(old)
+                self.backend.check_room(points)
                 self.backend.put_entry(entry)
-                self.backend.flush()
-            except BaseException:
-                log.exception("Storing %s failed; rolling back", source.file_name)
-                self._delete_points(doc_id)
+                self.backend.flush()  # the journal entry is on disk before any point is
+            try:
+                with self._engine(action, outcome):
+                    if old:  # what an unfinished or damaged earlier copy left
+                        self.backend.delete_document(doc_id)
+                    for i in range(0, len(points), UPSERT_BATCH):
+                        self.backend.upsert(points[i:i + UPSERT_BATCH])
+                        if progress:
+                            progress("saving", min(i + UPSERT_BATCH, len(points)), len(points))
+                    self.backend.set_status(doc_id, COMPLETE)
+                    entry[STATUS_KEY] = COMPLETE
+                    self.backend.put_entry(entry)
+                    self.backend.flush()
+            except BaseException as e:
+                log.warning("Storing %s failed (%s); rolling back", name, e)
+                self._undo(doc_id)
                 raise
-        return _info_from_payload(entry)
+        return info_from_entry(entry)
+
+    def _undo(self, doc_id: str) -> None:
+        """Roll back a failed add; when even that fails (a full disk), the pending entry is removed later."""
+        try:
+            with self._engine("undo a failed add"):
+                journal.finish(self.backend, doc_id)
+                self.backend.flush()
+        except DocChatError as e:
+            log.warning("Could not roll back %s yet (%s); it stays invisible and is removed later", doc_id, e)
+            self._unfinished.add(doc_id)
 
     def embed_chunks(self, chunks: list[Chunk], progress: Progress | None = None) -> tuple:
         """Dense and lexical vectors for chunks (outside the store lock: the slow part)."""
@@ -271,7 +274,7 @@ class Store:
         dense = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
         # Length-sorted groups pad as little as one big encode() call would, yet still report progress.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
-        step = 128
+        step = 32  # one model batch: the longest step between two progress reports (each checks the file's deadline)
         if progress:
             progress("embedding", 0, len(texts))  # the slow stage starts now: say so before the first batch
         for start in range(0, len(order), step):
@@ -283,27 +286,33 @@ class Store:
 
     def set_flags(self, doc_id: str, flags: list[str]) -> None:
         """Replace a document's flags (e.g. "removed upstream")."""
-        with self._lock:
+        with self._lock, self._engine("save a document's flags"):
             p = self.backend.get_entry(doc_id)
             if not p:
                 raise DocumentNotFound(doc_id)
             self.backend.put_entry({**p, "flags": flags})
             self.backend.flush()
 
-    def _delete_points(self, doc_id: str) -> None:
-        self.backend.delete_document(doc_id)
-        self.backend.delete_entry(doc_id)
-
     def delete(self, doc_id: str, owners: Iterable[str | None] | None = None) -> DocumentInfo:
-        """Delete a document and all its chunks (a crash half-way is finished by cleanup_pending)."""
+        """Delete a document and all its chunks: journalled ("deleting", flushed) first, so a crash or a full disk
+        half-way leaves it invisible and cleanup_pending finishes it."""
         with self._lock:
-            p = self.backend.get_entry(doc_id)
+            self._finish_leftovers()
             info = self.get(doc_id, owners)
+            with self._engine("be read"):
+                p = self.backend.get_entry(doc_id)
             if info is None or p is None:
                 raise DocumentNotFound(doc_id)
-            self.backend.put_entry({**p, STATUS_KEY: DELETING})
-            self._delete_points(doc_id)
-            self.backend.flush()
+            with self._engine(f"remove “{info.title}”", f"“{info.title}” was not removed"):
+                self.backend.put_entry({**p, STATUS_KEY: DELETING})
+                self.backend.flush()
+            try:
+                with self._engine(f"remove “{info.title}”"):
+                    journal.finish(self.backend, doc_id)
+                    self.backend.flush()
+            except DocChatError as e:  # journalled: gone from the library now, its passages are removed later
+                log.warning("Could not finish removing %s yet (%s)", doc_id, e)
+                self._unfinished.add(doc_id)
         return info
 
     def import_points(self, points: Iterable[RawPoint], status: str | None = COMPLETE,
@@ -340,7 +349,9 @@ class Store:
         scope = _scope(doc_ids, owners)
         if scope.doc_ids == () or scope.owners == ():
             return [[] for _ in searches]
-        return [[_passage(h) for h in hits] for hits in self.backend.search(searches, scope)]
+        with self._engine("be searched"):
+            found = self.backend.search(searches, scope)
+        return [[passage_from_hit(h) for h in hits] for hits in found]
 
     def query(self, dense: Sequence[float] | None, sparse: SparseVector | None, limit: int,
               doc_ids: Iterable[str] | None = None, owners: Iterable[str | None] | None = None,
@@ -364,12 +375,12 @@ class Store:
 
     def optimize(self) -> bool:
         """Build the engine's search indexes now (Edge: blocks the whole process for ~2 s per 1,000 new chunks)."""
-        with self._lock:
+        with self._lock, self._engine("build its search index"):
             return self.backend.optimize()
 
     def close(self) -> None:
         """Flush and release the engine (and the data-folder lock when embedded)."""
-        with self._lock:
+        with self._lock, self._engine("be saved"):
             self.backend.close()
 
 

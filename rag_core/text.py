@@ -173,6 +173,13 @@ def content_terms(text: str) -> Terms:
     return Terms(frozenset(words), frozenset(keys), frozenset(opener - keys))
 
 
+# --------------------------------------------------------------------------- counts
+def plural(n: float | None, word: str) -> str:
+    """A count with its noun in the right number: "1 page", "3 pages", "0.5 seconds"."""
+    shown = f"{n:g}" if isinstance(n, float) else str(n)
+    return f"{shown} {word}{'' if n == 1 else 's'}"
+
+
 # --------------------------------------------------------------------------- refusals
 _REFUSAL_RE = re.compile(
     r"(couldn['’]?t|could not|can['’]?t|cannot|unable to|did not|didn['’]?t) find"
@@ -188,5 +195,5 @@ def is_refusal(text: str) -> bool:
     return bool(_REFUSAL_RE.search(" ".join(text.split())))
 
 
-__all__ = ["STOP_WORDS", "TOKEN_RE", "Span", "Terms", "content_terms", "is_refusal", "paragraph_spans",
+__all__ = ["STOP_WORDS", "TOKEN_RE", "Span", "Terms", "content_terms", "is_refusal", "paragraph_spans", "plural",
            "sentence_spans", "sentences", "stem", "tokens", "trim_span"]

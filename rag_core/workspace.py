@@ -4,30 +4,30 @@ Two implementations: `LocalWorkspace` (one person's library on this computer) an
 hosted demo: their own documents plus the shared samples, with the demo's limits). The demo's rules live here and in
 `rag_core.sessions`, never in the pages: a page asks a `Workspace` and shows what it says.
 
-`Runtime` holds what one server process shares (library, ingest queue, demo hub) and hands each browser session its
-workspace; the Streamlit glue keeps one `Runtime` in `st.cache_resource`.
+`rag_core.runtime.Runtime` holds what one server process shares (library, ingest queue, demo hub) and hands each
+browser session its workspace.
 """
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .config import Settings
+from .conversations import Conversations, FileConversations, MemoryConversations
 from .jobs import IngestQueue, JobView, Work
 from .models import Answer, DocumentInfo, Passage
+from .preferences import SETTING_CHOICES, FilePreferences, MemoryPreferences, Preferences
 
 if TYPE_CHECKING:
-    from .embeddings import Embedder
     from .library import Library
-    from .sessions import DemoHub, SessionLibrary
+    from .sessions import SessionLibrary
 
 log = logging.getLogger(__name__)
 
-OVERRIDABLE = ("ollama_host", "ollama_model", "top_k")  # what the Settings page may change for one session
+OVERRIDABLE = SETTING_CHOICES  # what the Settings page may change for one session
 SERVER_ONLY = ("ollama_host", "ollama_model")  # in the hosted demo only the server decides these
-MB = 1024 * 1024
 
 
 class AnswerStreamLike(Protocol):
@@ -54,10 +54,6 @@ def plural(n: int | None, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _size(n: int) -> str:
-    return f"{n / MB:.1f} MB" if n >= MB or n == 0 else f"{max(1, round(n / 1024))} KB"
-
-
 class Workspace:
     """What a page can do, for one browser session; subclasses decide whose documents and which limits apply."""
 
@@ -70,7 +66,8 @@ class Workspace:
     #: True when the person may choose the Ollama address and model on the Settings page.
     model_choice: bool = True
     #: How long changes on the Settings page last, in words.
-    settings_lifetime: str = "until you close this browser tab"
+    settings_lifetime: str = "until you close or reload this browser tab"
+    conversations: Conversations  # this person's conversations (saved in the data dir, or with the demo session)
 
     def __init__(self, settings: Settings, queue: IngestQueue, owner: str | None) -> None:
         self.settings = settings
@@ -97,6 +94,14 @@ class Workspace:
     def original(self, doc_id: str) -> bytes | None:
         """The saved PDF of a visible document (to show a cited page), or None."""
         raise NotImplementedError
+
+    def preferences(self) -> Preferences:
+        """Where the Settings page's choices are kept beyond this run (the demo: nowhere, the session holds them)."""
+        return MemoryPreferences(self.settings)
+
+    def allow_page_render(self) -> None:
+        """Count one page image against the demo's render limit (LimitReached when over); free locally."""
+        return None
 
     def limits(self) -> Limits:
         """The largest file accepted and, in the demo, how much of the quota is used."""
@@ -177,9 +182,16 @@ class LocalWorkspace(Workspace):
     intro = ("DocChat answers from the documents you add here. Files are read on this computer and stay in your "
              "library.")
 
+    settings_lifetime = "until you change them again: DocChat keeps them on this computer"
+
     def __init__(self, library: Library, queue: IngestQueue, settings: Settings | None = None) -> None:
         super().__init__(settings or library.settings, queue, owner=None)
         self.library = library
+        self.conversations = FileConversations(library.settings.data_dir / "conversations")
+
+    def preferences(self) -> Preferences:
+        """The Settings page's choices, saved in the data dir."""
+        return FilePreferences(self.library.settings)
 
     def documents(self) -> list[DocumentInfo]:
         """Every document in the library, newest first."""
@@ -246,11 +258,13 @@ class DemoWorkspace(Workspace):
     """One visitor of the hosted demo: their own documents and the shared samples, within the demo's limits."""
 
     model_choice = False
-    settings_lifetime = "for this browser session"
+    settings_lifetime = "until you close or reload this browser tab"
 
-    def __init__(self, session: SessionLibrary, queue: IngestQueue) -> None:
+    def __init__(self, session: SessionLibrary, queue: IngestQueue,
+                 conversations: Conversations | None = None) -> None:
         super().__init__(session.settings, queue, owner=session.session_id)
         self.session = session
+        self.conversations = conversations or MemoryConversations()
         from .demo import demo_banner
 
         self.banner = demo_banner(self.settings)
@@ -281,15 +295,18 @@ class DemoWorkspace(Workspace):
         """The saved PDF of a document this visitor may see, or None."""
         return self.session.original(doc_id)
 
+    def allow_page_render(self) -> None:
+        """Count one page image against the per-minute limits of this visitor, their network and the demo
+        (LimitReached with one sentence when one is reached)."""
+        self.session.count_page_render()
+
     def limits(self) -> Limits:
-        """The demo's per-file limit and this visitor's quota use."""
-        s = self.settings
-        u = self.session.usage()
-        per_file = min(s.max_upload_mb, s.demo_max_file_mb)
-        line = (f"Your demo space: {u.files} of {plural(u.max_files, 'document')}, {_size(u.bytes)} of "
-                f"{u.max_bytes // MB} MB used; files up to {per_file} MB each; "
-                f"{plural(u.max_questions_per_minute, 'question')} a minute.")
-        return Limits(per_file, line)
+        """The demo's per-file limit and this visitor's quota use (and their network's, when other sessions from
+        the same address hold documents too)."""
+        from .demo import usage_line
+
+        per_file = min(self.settings.max_upload_mb, self.settings.demo_max_file_mb)
+        return Limits(per_file, usage_line(self.session.usage(), per_file))
 
     def add_file(self, data: bytes, file_name: str) -> str:
         """Check and reserve room now (LimitReached at once), then queue the file."""
@@ -334,61 +351,3 @@ class DemoWorkspace(Workspace):
         from .demo import llm_mode
 
         return llm_mode(self.settings) == "remote"
-
-
-def session_settings(base: Settings, overrides: Mapping[str, Any]) -> Settings:
-    """Settings for one browser session: `base` plus what the person changed on the Settings page.
-
-    In the hosted demo a visitor's Ollama host and model are ignored: the server never calls a host a visitor chose.
-    """
-    allowed = [k for k in OVERRIDABLE if not (base.mode == "demo" and k in SERVER_ONLY)]
-    changes = {k: v for k, v in overrides.items() if k in allowed and v is not None}
-    return base.with_overrides(**changes) if changes else base
-
-
-def runtime_key(settings: Settings) -> tuple:
-    """What identifies a runtime: where the library is stored, how it is embedded, and the mode."""
-    return (str(settings.data_dir.resolve()), settings.qdrant_url, settings.collection, settings.embedding_model,
-            settings.mode)
-
-
-class Runtime:
-    """What one server process shares between browser sessions: the library, the ingest queue and (demo) the hub."""
-
-    def __init__(self, settings: Settings, embedder: Embedder | None = None, load_samples: bool = True) -> None:
-        from .library import Library
-
-        self.settings = settings
-        self.library: Library = Library(settings, embedder=embedder)
-        self.queue = IngestQueue(self.library)
-        self.hub: DemoHub | None = None
-        if settings.mode == "demo":
-            from .sessions import DemoHub
-
-            self.hub = DemoHub(self.library, settings)
-            if load_samples:
-                self.hub.load_samples()
-            self.hub.start_janitor()
-
-    def new_session_key(self) -> str:
-        """A fresh, unguessable id for one browser session (the demo keys its private library by it)."""
-        from .sessions import new_session_id
-
-        return new_session_id()
-
-    def workspace(self, session_key: str, overrides: Mapping[str, Any] | None = None,
-                  base: Settings | None = None) -> Workspace:
-        """The workspace of one browser session (its id from `new_session_key`), with its Settings-page changes on
-        top of `base` (the settings as read now; default: those the runtime started with)."""
-        if self.hub is not None:
-            return DemoWorkspace(self.hub.session(session_key), self.queue)
-        return LocalWorkspace(self.library, self.queue, session_settings(base or self.settings, overrides or {}))
-
-    def close(self) -> None:
-        """Stop background threads and release the library."""
-        if self.hub is not None:
-            self.hub.stop_janitor()
-        self.queue.close()
-        self.library.close()
-
-

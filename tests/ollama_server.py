@@ -97,6 +97,7 @@ class OllamaServer(ThreadedServer):
         self.token = token  # when set, requests need "Authorization: Bearer <token>"
         self.pull = PullScript()
         self.requests: list[Recorded] = []
+        self.cut_streams = 0  # chat streams the client closed before the reply was finished
         self._queue: deque[Reply | Responder] = deque()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
@@ -218,6 +219,7 @@ class _Handler(JSONHandler):
                 self._line(self._final(model, "", reply, prompt_chars, len(deltas), started))
             self._end_stream()
         except (BrokenPipeError, ConnectionResetError):  # the client went away: fine
+            owner.cut_streams += 1
             self.close_connection = True
 
     @staticmethod

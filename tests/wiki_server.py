@@ -2,7 +2,9 @@
 
 It replays the real recorded responses in tests/fixtures/wikipedia/ (their README names the request each one
 answers), serves responses a test constructs explicitly (`respond`), and injects faults (`fault`): 429 with
-Retry-After, 5xx, 404, timeouts and truncated bodies. Every request is recorded so tests can count retries.
+Retry-After, 5xx, 404, timeouts and truncated bodies, and hostile answers: a body or headers dripped one byte at a
+time ("drip", "drip-headers") and an endless or huge body ("huge"). Every request is recorded so tests can count
+retries; `bytes_sent` counts the body bytes written, so tests can see where a client stopped reading.
 
 Matching: a request is answered by the recording with the same action, the same list= and the same
 titles / pageids / srsearch (titles compared the way MediaWiki normalises them); among those, the one whose
@@ -46,7 +48,7 @@ class Recording:
 class Rule:
     """A fault or a constructed response for requests matching `match` (None = all), `remaining` times."""
 
-    kind: str  # "respond" | "429" | "5xx" | "status" | "timeout" | "truncated" | "file"
+    kind: str  # "respond" | "429" | "5xx" | "status" | "timeout" | "truncated" | "file" | "drip" | "drip-headers" | "huge"
     match: dict | None = None
     remaining: int | None = 1  # None: forever
     status: int = 200
@@ -54,6 +56,8 @@ class Rule:
     headers: dict = field(default_factory=dict)
     delay: float = 0.0
     file: str = ""
+    size: int = 0  # "huge": body bytes to send
+    announce: bool = False  # "huge": send a Content-Length (else the body is chunked)
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,7 @@ class WikiReplayServer(ThreadedServer):
         self.requests: list[Seen] = []
         self._rules: list[Rule] = []
         self._lock = threading.Lock()
+        self.bytes_sent = 0  # body bytes written by "drip" and "huge" answers
 
     def make_handler(self) -> type[BaseHTTPRequestHandler]:
         """The request handler, bound to this server."""
@@ -159,11 +164,13 @@ class WikiReplayServer(ThreadedServer):
         return f"{self.url}/{{lang}}/w/api.php"
 
     # -- configuration ---------------------------------------------------------
-    def respond(self, match: dict, body: dict | bytes, status: int = 200, times: int | None = None) -> None:
-        """Answer matching requests with a body the test constructed (newest rule wins)."""
+    def respond(self, match: dict, body: dict | bytes, status: int = 200, times: int | None = None,
+                headers: dict | None = None) -> None:
+        """Answer matching requests with a body the test constructed (newest rule wins); `headers` are added, e.g.
+        {"Content-Encoding": "gzip"} for a body the test compressed."""
         data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
         with self._lock:
-            self._rules.insert(0, Rule("respond", match, times, status, data))
+            self._rules.insert(0, Rule("respond", match, times, status, data, headers=dict(headers or {})))
 
     def serve_file(self, file: str, match: dict | None = None, times: int | None = 1) -> None:
         """Answer matching requests with a named recording (e.g. the recorded API-error body)."""
@@ -171,19 +178,28 @@ class WikiReplayServer(ThreadedServer):
             self._rules.insert(0, Rule("file", match, times, file=file))
 
     def fault(self, kind: str, times: int | None = 1, match: dict | None = None, retry_after: str | None = None,
-              status: int | None = None, delay: float = 1.0) -> None:
+              status: int | None = None, delay: float = 1.0, size: int = 0, announce: bool = False) -> None:
         """Inject a fault: "429" (with Retry-After), "5xx"/"status" (given status), "timeout" (no answer for
-        `delay` s), "truncated" (half the body, then the connection closes)."""
+        `delay` s), "truncated" (half the body, then the connection closes), "drip" (headers at once, then the
+        answer's body one byte every `delay` s), "drip-headers" (the status line and headers one byte every `delay`
+        s), "huge" (a JSON-looking body of `size` bytes that never closes its string, with a Content-Length if
+        `announce`, else chunked; written until done or the client hangs up)."""
         headers = {"Retry-After": retry_after} if retry_after is not None else {}
         code = status or {"429": 429, "5xx": 503}.get(kind, 200)
         with self._lock:
-            self._rules.insert(0, Rule(kind, match, times, code, headers=headers, delay=delay))
+            self._rules.insert(0, Rule(kind, match, times, code, headers=headers, delay=delay, size=size,
+                                       announce=announce))
+
+    def _sent(self, n: int) -> None:
+        with self._lock:
+            self.bytes_sent += n
 
     def clear(self) -> None:
         """Forget rules and the request log."""
         with self._lock:
             self._rules.clear()
             self.requests.clear()
+            self.bytes_sent = 0
 
     # -- inspection ------------------------------------------------------------
     def seen(self, match: dict | None = None) -> list[Seen]:
@@ -225,6 +241,9 @@ class WikiReplayServer(ThreadedServer):
         rule = self._take_rule(params, lang)
         if rule and rule.kind == "respond":
             return "respond", rule, rule.status, rule.body, "application/json; charset=utf-8"
+        if rule and rule.kind in ("drip", "drip-headers", "huge"):
+            rec = self.best_recording(params)
+            return f"fault:{rule.kind}", rule, 200, rec.body if rec else b"{}", "application/json; charset=utf-8"
         if rule and rule.kind == "file":
             rec = self.by_file[rule.file]
             return f"file:{rec.file}", rule, rec.status, rec.body, rec.content_type
@@ -242,6 +261,12 @@ def _make_handler(server: WikiReplayServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: object) -> None:  # keep test output clean
             pass
 
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client hung up, e.g. closed its connection without reading an error page
+
         def _send(self, status: int, body: bytes, ctype: str, headers: dict | None = None, cut: bool = False) -> None:
             self.send_response(status)
             self.send_header("Content-Type", ctype)
@@ -257,6 +282,49 @@ def _make_handler(server: WikiReplayServer) -> type[BaseHTTPRequestHandler]:
                 return
             self.wfile.write(body)
 
+        def _drip(self, body: bytes, delay: float) -> None:
+            """The headers at once, then the body one byte every `delay` s (until done or the client hangs up)."""
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for i in range(len(body)):
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+                server._sent(1)
+                time.sleep(delay)
+
+        def _drip_headers(self, body: bytes, delay: float) -> None:
+            """The status line and headers one byte every `delay` s."""
+            head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                    .encode())
+            for i in range(len(head)):
+                self.wfile.write(head[i:i + 1])
+                self.wfile.flush()
+                time.sleep(delay)
+            self.wfile.write(body)
+
+        def _huge(self, size: int, announce: bool) -> None:
+            """`size` bytes of an unterminated JSON string, in 64 KiB writes (chunked unless `announce`)."""
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            if announce:
+                self.send_header("Content-Length", str(size))
+            else:
+                self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            head = b'{"batchcomplete":"","query":{"search":[{"title":"'
+            block = b"x" * 65536
+            sent = 0
+            while sent < size:
+                data = (head if sent == 0 else block)[: size - sent]
+                self.wfile.write(data if announce else f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                sent += len(data)
+                server._sent(len(data))
+            if not announce:
+                self.wfile.write(b"0\r\n\r\n")
+            self.close_connection = True
+
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             url = urlsplit(self.path)
             m = re.fullmatch(r"/([^/]+)/w/api\.php", url.path)
@@ -271,10 +339,19 @@ def _make_handler(server: WikiReplayServer) -> type[BaseHTTPRequestHandler]:
             try:
                 if rule is None or rule.kind in ("respond", "file"):
                     server._log(Seen(lang, params, outcome, status, agent))
-                    self._send(status, body, ctype)
+                    self._send(status, body, ctype, rule.headers if rule else None)
                 elif rule.kind == "timeout":
                     server._log(Seen(lang, params, "fault:timeout", None, agent))
                     time.sleep(rule.delay)
+                    self.close_connection = True
+                elif rule.kind in ("drip", "drip-headers", "huge"):
+                    server._log(Seen(lang, params, outcome, 200, agent))
+                    if rule.kind == "drip":
+                        self._drip(body, rule.delay)
+                    elif rule.kind == "drip-headers":
+                        self._drip_headers(body, rule.delay)
+                    else:
+                        self._huge(rule.size, rule.announce)
                     self.close_connection = True
                 elif rule.kind == "truncated":
                     server._log(Seen(lang, params, "fault:truncated", status, agent))

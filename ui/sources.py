@@ -7,8 +7,13 @@ from collections.abc import Iterable, Iterator
 import streamlit as st
 
 from rag_core import render
+from rag_core.evidence import unbacked_sentences
 from rag_core.models import Answer, Chunk, Citation, Passage
 from rag_core.workspace import Workspace
+from ui.safe import guarded, show_message
+
+__all__ = ["escaped_stream", "show_assistant_turn", "show_citation", "show_details", "show_message",
+           "show_other_passages", "show_reply", "show_sources"]  # show_message lives in ui.safe; other modules import it from here too
 
 WIKIPEDIA_LICENSE_LINE = "Text from Wikipedia, available under the Creative Commons Attribution-ShareAlike License 4.0 (CC BY-SA 4.0)."
 MODE_BADGES = {
@@ -16,33 +21,43 @@ MODE_BADGES = {
     "not_found": ("Not found in your documents", ":material/search_off:", "orange"),
 }
 UNSUPPORTED_NOTE = "This passage does not clearly say what the reply claims — check it yourself."
+PARTIAL_NOTE = ("This passage backs the highlighted part, but not every sentence that cites it: the marked sentence "
+                "of the reply is not in it.")
+PAGE_FAILED = "This page could not be drawn. The quote above is the passage the reply cites."
+TURN_FAILED = "This earlier reply could not be shown. Ask the question again to see it."
 MATCHED_NOTE = "The reply did not cite this passage, but it backs what the reply says."
 
 
 def escaped_stream(deltas: Iterable[str]) -> Iterator[str]:
-    """Escape streamed reply pieces so st.write_stream renders them as inert text."""
+    """Escape streamed reply pieces so st.write_stream renders them as inert text (an autolink cut across pieces
+    included: one escaper sees the whole stream)."""
+    escaper = render.StreamEscaper()
     for delta in deltas:
         if delta:
-            yield render.escape_stream(delta)
-
-
-def show_message(text: str, kind: str = "error") -> None:
-    """One of DocChat's own sentences (which may contain a file name) as an error/warning/info box."""
-    box = {"error": st.error, "warning": st.warning, "info": st.info}[kind]
-    box(render.message_markdown(text), icon={"error": ":material/error:", "warning": ":material/warning:",
-                                             "info": ":material/info:"}[kind])
+            yield escaper.feed(delta)
 
 
 def show_reply(answer: Answer) -> None:
-    """The reply text, visibly marked when it is a direct quote or a "not found", with its one-sentence notice."""
+    """The reply text, visibly marked when it is a direct quote or a "not found", with its one-sentence notice;
+    a sentence its cited passage does not back is marked, and the notice is then a warning."""
     badge = MODE_BADGES.get(answer.mode)
     if badge:
         st.badge(badge[0], icon=badge[1], color=badge[2])
-    st.markdown(render.reply_markdown(answer.text))
-    if answer.incomplete:
+    unbacked = [(s.start, s.end) for s in unbacked_sentences(answer)]
+    st.markdown(render.reply_markdown(answer.text, unbacked))
+    if answer.incomplete or (unbacked and answer.notice):
         show_message(answer.notice or "The answer was cut off; ask again to retry.", "warning")
     elif answer.notice:
         st.caption(render.message_markdown(answer.notice))
+    details = answer.extra.get("details") if answer.notice else None
+    if details:
+        show_details(str(details))
+
+
+def show_details(text: str) -> None:
+    """The technical part of a notice (setting names, addresses, commands), folded away under "Details"."""
+    with st.expander("Details", icon=":material/build:"):
+        st.caption(render.message_markdown(text))
 
 
 def _title_line(n: int | None, chunk: Chunk) -> str:
@@ -54,9 +69,10 @@ def _title_line(n: int | None, chunk: Chunk) -> str:
 
 @st.cache_data(max_entries=64, show_spinner="Drawing the page…")
 def _page_png(doc_id: str, chunk_text: str, page_start: int, page_end: int | None, evidence: str | None,
-              _pdf: bytes) -> tuple[int, bytes] | None:
+              _pdf: bytes, _ws: Workspace) -> tuple[int, bytes] | None:
     # Keyed by doc_id: ids are fixed by content (and scoped to their owner in the demo), so one id is one file. The
     # caller has already checked that this session may see the document (Workspace.original).
+    _ws.allow_page_render()  # only a real drawing counts (not a cached one, nor a rerun with the page still open)
     return render.pdf_page_for(_pdf, chunk_text, page_start, page_end, evidence)
 
 
@@ -65,7 +81,7 @@ def _page_image(chunk: Chunk, evidence: str | None, ws: Workspace) -> tuple[int,
     pdf = ws.original(chunk.doc_id)
     if pdf is None or not chunk.page_start:
         return None
-    return _page_png(chunk.doc_id, chunk.text, chunk.page_start, chunk.page_end, evidence, _pdf=pdf)
+    return _page_png(chunk.doc_id, chunk.text, chunk.page_start, chunk.page_end, evidence, _pdf=pdf, _ws=ws)
 
 
 def _evidence(c: Citation) -> str | None:
@@ -91,7 +107,7 @@ def show_citation(c: Citation, key: str, ws: Workspace) -> None:
         st.markdown(_title_line(c.n, chunk))
         st.markdown("> " + render.highlight_markdown(chunk.text, c.evidence_start, c.evidence_end))
         if c.status == "unsupported":
-            st.caption(":material/warning: " + UNSUPPORTED_NOTE)
+            st.caption(":material/warning: " + (UNSUPPORTED_NOTE if c.evidence_start is None else PARTIAL_NOTE))
         elif c.status == "matched":
             st.caption(":material/link: " + MATCHED_NOTE)
         if chunk.source.kind == "wikipedia":
@@ -100,12 +116,19 @@ def show_citation(c: Citation, key: str, ws: Workspace) -> None:
             exp = st.expander("Show on the page", icon=":material/description:", key=key, on_change="rerun")
             with exp:
                 if exp.open:
-                    got = _page_image(chunk, _evidence(c), ws)
-                    if got is None:
-                        st.caption("The page image is not available (the original file was not kept).")
-                    else:
-                        page, png = got
-                        st.image(png, caption=f"Page {page} — the passage is highlighted", width="stretch")
+                    _show_page(c, ws)
+
+
+def _show_page(c: Citation, ws: Workspace) -> None:
+    """The page image inside its expander; a demo limit or a failure to draw it is one sentence."""
+    with guarded("a page image", PAGE_FAILED):
+        got = _page_image(c.passage.chunk, _evidence(c), ws)
+        if got is None:
+            st.caption("The page image is not available (the original file was not kept, or the page cannot be "
+                       "drawn).")
+        else:
+            page, png = got
+            st.image(png, caption=f"Page {page} — the passage is highlighted", width="stretch")
 
 
 def show_other_passages(passages: Iterable[Passage]) -> None:
@@ -118,6 +141,15 @@ def show_other_passages(passages: Iterable[Passage]) -> None:
         for p in passages:
             st.markdown(_title_line(None, p.chunk))
             st.markdown("> " + render.highlight_markdown(p.chunk.text, None, None, context=160))
+
+
+def show_found_passages(passages: Iterable[Passage]) -> None:
+    """The passages found for a reply still being written (the checked sources replace them when it is done)."""
+    passages = list(passages)
+    st.markdown(f"**Found {len(passages)} passage{'' if len(passages) == 1 else 's'}**")
+    st.caption("The reply is being written from these; its sources appear here when it is done.")
+    for p in passages:
+        st.markdown(_title_line(None, p.chunk))
 
 
 def show_sources(answer: Answer, key: str, ws: Workspace) -> None:
@@ -135,7 +167,8 @@ def show_sources(answer: Answer, key: str, ws: Workspace) -> None:
 
 def show_assistant_turn(answer: Answer | None, error: str | None, key: str, ws: Workspace,
                         error_kind: str = "error") -> None:
-    """A whole assistant turn: reply on the left, its sources on the right (error_kind "warning" for a limit)."""
+    """A whole assistant turn: reply on the left, its sources on the right (error_kind "warning" for a limit).
+    Callers guard it (ui.safe.guarded): a turn that cannot be drawn is one sentence."""
     if answer is None:
         show_message(error or "Something went wrong while answering.", error_kind)
         return

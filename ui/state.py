@@ -12,11 +12,14 @@ import streamlit as st
 
 from rag_core.config import Settings, load_settings
 from rag_core.errors import DocChatError, SettingsError
-from rag_core.workspace import OVERRIDABLE, runtime_key
+from rag_core.quotas import client_address
+from rag_core.runtime import runtime_key
+from rag_core.workspace import OVERRIDABLE
 
 if TYPE_CHECKING:  # imported lazily: loading them takes seconds, and the page paints first
     from rag_core.embeddings import Embedder
-    from rag_core.workspace import Runtime, Workspace
+    from rag_core.runtime import Runtime
+    from rag_core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +29,7 @@ OVERRIDES = "settings_overrides"  # dict of Settings fields changed on the Setti
 PREFS = "prefs"  # dict of UI choices: "use_llm", "scope_default"
 UPLOAD_JOBS = "upload_jobs"  # list of ingest job ids submitted by this session
 SESSION_KEY = "session_key"  # this browser session's id (the hosted demo keys its private library by it)
+CHOICES_LOADED = "saved_choices_loaded"  # True once this session has taken the saved Settings-page choices
 NOTICES = "page_notices"  # list of (kind, sentence) shown on the Library page until dismissed or replaced
 
 DEFAULT_PREFS: dict[str, Any] = {"use_llm": True, "scope_default": "all"}
@@ -62,6 +66,7 @@ def set_override(name: str, value: Any) -> None:
     else:
         overrides[name] = value
     st.session_state[OVERRIDES] = overrides
+    _keep_choices()
 
 
 def prefs() -> dict[str, Any]:
@@ -72,6 +77,30 @@ def prefs() -> dict[str, Any]:
 def set_pref(name: str, value: Any) -> None:
     """Remember one UI choice for this session."""
     st.session_state[PREFS] = {**st.session_state.get(PREFS, {}), name: value}
+    _keep_choices()
+
+
+def _keep_choices() -> None:
+    """Save this session's Settings-page choices where the workspace keeps them (local: the data dir)."""
+    choices = {**st.session_state.get(OVERRIDES, {}), **st.session_state.get(PREFS, {})}
+    try:
+        workspace().preferences().save(choices)
+    except OSError as e:
+        add_notice(f"Your settings could not be saved ({e.strerror or 'disk error'}); they apply until you close "
+                   "this tab.")
+
+
+def _restore_choices(ws: Workspace) -> bool:
+    """Once per browser session: take the saved Settings-page choices (True when there were any)."""
+    if st.session_state.get(CHOICES_LOADED):
+        return False
+    st.session_state[CHOICES_LOADED] = True
+    saved = ws.preferences().load()
+    if not saved:
+        return False
+    st.session_state[OVERRIDES] = {k: v for k, v in saved.items() if k in OVERRIDABLE}
+    st.session_state[PREFS] = {k: v for k, v in saved.items() if k in DEFAULT_PREFS}
+    return True
 
 
 @st.cache_resource(show_spinner=False)
@@ -90,7 +119,7 @@ def _release(rt: Runtime) -> None:
                                 "upgrades it to its new search engine: about a second per 1,000 passages)",
                    on_release=_release)
 def _runtime(key: tuple, _settings: Settings) -> Runtime:
-    from rag_core.workspace import Runtime
+    from rag_core.runtime import Runtime
 
     return Runtime(_settings, embedder=_embedder(_settings.embedding_model))
 
@@ -112,13 +141,28 @@ def reset_runtime() -> None:
     _runtime.clear()
 
 
+def visitor_address(settings: Settings, context: Any = None) -> str | None:
+    """This browser session's client address (its connection's, or X-Forwarded-For's last entry when the settings
+    trust the proxy in front), for the per-address limits of the hosted demo; None on a local connection.
+    `context`: st.context (default), or an object with the same `ip_address` and `headers.get_all`."""
+    ctx = st.context if context is None else context
+    remote = ctx.ip_address
+    forwarded = ",".join(v for v in ctx.headers.get_all("X-Forwarded-For") if isinstance(v, str))
+    return client_address(remote if isinstance(remote, str) else None, forwarded,
+                          trust_proxy=settings.demo_trust_proxy)
+
+
 def workspace() -> Workspace:
     """This browser session's workspace: what it may see, add, delete and ask."""
     rt = runtime()
     key = st.session_state.get(SESSION_KEY)
     if key is None:
         key = st.session_state[SESSION_KEY] = rt.new_session_key()
-    return rt.workspace(key, st.session_state.get(OVERRIDES, {}), base=base_settings())
+    base = base_settings()
+    ws = rt.workspace(key, st.session_state.get(OVERRIDES, {}), base=base, client=visitor_address(base))
+    if _restore_choices(ws):  # a new session (a reload, a restart): the choices saved last time apply
+        ws = rt.workspace(key, st.session_state.get(OVERRIDES, {}), base=base, client=visitor_address(base))
+    return ws
 
 
 def add_notice(text: str, kind: str = "warning") -> None:

@@ -1,10 +1,15 @@
-"""The "From Wikipedia" box of the Library page: search, pick, import (in the background queue), check for updates."""
+"""The "From Wikipedia" box of the Library page: search, pick, import (in the background queue), check for updates.
+
+Nothing here shows a traceback: a DocChatError is shown as its sentence, anything else as UNEXPECTED (and logged).
+"""
 from __future__ import annotations
+
+import logging
 
 import streamlit as st
 
 from rag_core import render
-from rag_core.errors import DocChatError, LimitReached
+from rag_core.errors import DocChatError
 from rag_core.jobs import JobView
 from rag_core.wikipedia import RefreshReport, WikiImportResult
 from rag_core.workspace import Workspace
@@ -14,17 +19,52 @@ from ui.sources import show_message
 LANGUAGES = {"en": "English", "de": "Deutsch", "fr": "Français", "es": "Español", "it": "Italiano",
              "nl": "Nederlands", "pt": "Português", "pl": "Polski", "sv": "Svenska", "simple": "Simple English"}
 HITS_KEY = "wiki_hits"  # (lang, [WikiHit]) of the last search in this session
+UNEXPECTED = "Something unexpected went wrong while talking to Wikipedia; nothing was changed. Please try again."
+
+log = logging.getLogger(__name__)
 
 
 def submit_import(ws: Workspace, title: str, lang: str) -> bool:
     """Queue one article import (it runs in the background like a file upload). False (and a notice kept for the
-    next run) when there is no room for it."""
+    next run) when it could not be queued, e.g. there is no room for it."""
     try:
         state.remember_job(ws.import_wikipedia(title, lang))
-    except LimitReached as e:
+    except DocChatError as e:  # LimitReached above all
         state.add_notice(str(e))  # shown on the next run: the box reruns the page right after queuing
         return False
+    except Exception:  # noqa: BLE001 - the visitor gets a sentence, the log the traceback
+        log.exception("Unexpected failure while queuing the Wikipedia import of %r", title)
+        state.add_notice(UNEXPECTED)
+        return False
     return True
+
+
+def _search(ws: Workspace, words: str, lang: str) -> None:
+    """Run a search and keep its hits for the next runs; any failure is shown as one sentence."""
+    try:
+        with st.spinner("Searching Wikipedia…"):
+            st.session_state[HITS_KEY] = (lang, ws.search_wikipedia(words, lang=lang, limit=8))
+    except DocChatError as e:
+        st.session_state.pop(HITS_KEY, None)
+        show_message(str(e), "error")
+    except Exception:  # noqa: BLE001 - never a traceback on the page; the log keeps it
+        log.exception("Unexpected failure while searching Wikipedia for %r", words)
+        st.session_state.pop(HITS_KEY, None)
+        show_message(UNEXPECTED, "error")
+
+
+def _check_for_updates(ws: Workspace) -> None:
+    """Queue the update check and rerun; a failure to queue it is shown as one sentence."""
+    try:
+        state.remember_job(ws.refresh_wikipedia())
+    except DocChatError as e:
+        show_message(str(e), "error")
+        return
+    except Exception:  # noqa: BLE001 - never a traceback on the page; the log keeps it
+        log.exception("Unexpected failure while queuing the Wikipedia update check")
+        show_message(UNEXPECTED, "error")
+        return
+    st.rerun()
 
 
 def wikipedia_box(ws: Workspace, has_articles: bool) -> None:
@@ -39,12 +79,7 @@ def wikipedia_box(ws: Workspace, has_articles: bool) -> None:
             lang = lang_col.selectbox("Language", list(LANGUAGES), format_func=LANGUAGES.get, key="wiki_lang")
             searched = go_col.form_submit_button("Search", icon=":material/search:", width="stretch")
         if searched and words.strip():
-            try:
-                with st.spinner("Searching Wikipedia…"):
-                    st.session_state[HITS_KEY] = (lang, ws.search_wikipedia(words, lang=lang, limit=8))
-            except DocChatError as e:
-                st.session_state.pop(HITS_KEY, None)
-                show_message(str(e), "error")
+            _search(ws, words, lang)
         lang_hits = st.session_state.get(HITS_KEY)
         if lang_hits:
             hit_lang, hits = lang_hits
@@ -75,8 +110,7 @@ def wikipedia_box(ws: Workspace, has_articles: bool) -> None:
             st.divider()
             st.caption("Articles change on Wikipedia. Check whether yours are still current:")
             if st.button("Check for updates", icon=":material/update:", key="wiki_refresh"):
-                state.remember_job(ws.refresh_wikipedia())
-                st.rerun()
+                _check_for_updates(ws)
 
 
 def wiki_job_result(job: JobView, ws: Workspace) -> None:

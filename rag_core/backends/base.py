@@ -1,15 +1,19 @@
 """The storage contract shared by the backends: names, the Backend protocol and the value types it speaks."""
 from __future__ import annotations
 
+import errno
+import logging
 import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from langchain_qdrant import SparseVector
 
-if TYPE_CHECKING:
-    pass
+from ..errors import DiskFull, DocChatError
+
+log = logging.getLogger(__name__)
 
 DENSE = "dense"
 LEXICAL = "lexical"
@@ -102,6 +106,13 @@ class Backend(Protocol):
     def delete_document(self, doc_id: str) -> None:
         """Delete every chunk point of a document."""
 
+    def check_room(self, points: Sequence[RawPoint]) -> None:
+        """DiskFull unless storing (and completing) these points fits on the library's disk; writes nothing."""
+
+    def explain(self, error: BaseException, action: str, outcome: str = "") -> DocChatError | None:
+        """The user's sentence for a failure of the engine while trying to `action`, saying `outcome` (None: `error`
+        is not the engine's, e.g. a bug to let through)."""
+
     def count(self, scope: Scope | None = None) -> int:
         """Exact number of chunk points in `scope` (None: all, complete or not)."""
 
@@ -139,6 +150,45 @@ class Backend(Protocol):
         """Release the engine (and, embedded, the library folder)."""
 
 
+_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+_FULL_WORDS = ("no space left on device", "disk quota exceeded", "file too large", "database or disk is full",
+               "os error 28", "os error 122", "os error 27")
+
+
+def disk_full(error: BaseException) -> bool:
+    """True when `error` (or an error it was raised from) says the disk is full, whatever the engine's wording."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in _FULL_ERRNOS:
+            return True
+        if any(word in str(e).lower() for word in _FULL_WORDS):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+@contextmanager
+def translated(backend: Backend, action: str, outcome: str | None = None) -> Iterator[None]:
+    """Engine failures inside the block as one sentence: DiskFull saying `outcome` (also replacing the outcome of a
+    DiskFull raised inside), else the backend's explanation (a StorageError); anything else passes unchanged."""
+    try:
+        yield
+    except DiskFull as e:
+        if outcome is None or getattr(e, "outcome", None) == outcome:
+            raise
+        raise DiskFull(outcome) from e
+    except DocChatError:
+        raise
+    except Exception as e:
+        error = DiskFull(outcome or "nothing was changed") if disk_full(e) else backend.explain(e, action, outcome or "")
+        if error is None:
+            raise
+        log.warning("The library could not %s", action, exc_info=e)
+        raise error from e
+
+
 def sparse_vector(indices: Sequence[int], values: Sequence[float]) -> SparseVector:
     """A SparseVector from trusted (indices, values), without pydantic validation."""
     return SparseVector.model_construct(indices=list(indices), values=list(values))
@@ -173,7 +223,9 @@ __all__ = [
     "STATUS_KEY",
     "Scope",
     "Search",
+    "disk_full",
     "raw_points",
     "registry_point_id",
     "sparse_vector",
+    "translated",
 ]

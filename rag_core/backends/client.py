@@ -8,6 +8,7 @@ connection, where requests from many threads run side by side).
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
@@ -16,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_qdrant import SparseVector
 from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ApiException, ResponseHandlingException
 
-from ..errors import StoreUnavailable
+from ..errors import DocChatError, StorageError, StoreUnavailable
 from . import base
 from .base import DENSE, LEXICAL, METADATA_KEY, STATUS_KEY, Hit, RawPoint, Scope, Search
 
@@ -151,6 +153,18 @@ class ClientBackend:
         with self._lock:
             self.client.delete(self.collection, points_selector=models.FilterSelector(filter=_doc_filter(doc_id)),
                                wait=True)
+
+    def check_room(self, points: Sequence[RawPoint]) -> None:
+        """Nothing to check here: the server reports a full disk when it has one."""
+
+    def explain(self, error: BaseException, action: str, outcome: str = "") -> DocChatError | None:
+        """StoreUnavailable when the server did not answer; StorageError for its errors, local mode's SQLite errors
+        and OS errors; None for anything else."""
+        if isinstance(error, ResponseHandlingException):
+            return StoreUnavailable(type(error.source).__name__)
+        if isinstance(error, ApiException | sqlite3.Error | OSError):
+            return StorageError(action, outcome)
+        return None
 
     def count(self, scope: Scope | None = None) -> int:
         """Exact number of chunk points in `scope` (None: all)."""

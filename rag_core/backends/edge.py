@@ -13,10 +13,18 @@ Concurrency and ownership:
   21 s for 100,000 clustered chunks here, ten times that for random vectors), so it is only run when asked for
   (rag_core.store.Store.optimize; Store runs it on open when many chunks are unindexed).
 - Payloads are kept in the page cache (`Memory.Cached`): every search hit reads one.
+
+A full disk: the engine writes through memory-mapped files, and a page that cannot get a disk block kills the
+whole process with SIGBUS instead of raising. So nothing is written blindly: new chunk points are refused with
+DiskFull unless their estimated size (GROWTH x their bytes) still leaves MIN_FREE_BYTES free, and a file of
+RESERVE_BYTES (`space-reserve`) is kept in the folder and given back when a write that must happen (a delete, the
+roll-back of a failed add, finishing a journalled delete) finds the disk full; it is made again once there is room.
+Reads need no space: a full disk still lists and searches.
 """
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
 import threading
@@ -27,7 +35,7 @@ from typing import Any
 import qdrant_edge as qe
 from langchain_qdrant import SparseVector
 
-from ..errors import LibraryBusy
+from ..errors import DiskFull, DocChatError, LibraryBusy, StorageError
 from .base import (
     COMPLETE,
     DENSE,
@@ -41,6 +49,7 @@ from .base import (
     RawPoint,
     Scope,
     Search,
+    disk_full,
     raw_points,
     registry_point_id,
 )
@@ -49,6 +58,11 @@ log = logging.getLogger(__name__)
 
 REGISTRY_VECTOR = "_unused"  # the registry shard's declared (never written) vector
 META_KEY = "library_meta"
+RESERVE_FILE = "space-reserve"
+RESERVE_BYTES = 4 << 20  # given back to finish deletes and roll-backs on a full disk
+MIN_FREE_BYTES = 16 << 20  # new chunks must leave this much free (beyond the reserve file)
+MUST_WRITE_BYTES = 1 << 20  # a necessary write is not tried with less than this free: it could crash the process
+GROWTH = 4  # disk bytes per byte of chunk data (WAL, segment, payload rewritten on completion); 2.5 measured
 
 
 def _sparse(v: SparseVector) -> qe.SparseVector:
@@ -129,6 +143,7 @@ class EdgeBackend:
         except BaseException:
             self._release()
             raise
+        self._keep_reserve()
 
     # -- setup -------------------------------------------------------------------
     @staticmethod
@@ -141,11 +156,18 @@ class EdgeBackend:
                 return qe.EdgeShard.load(str(path))
             if config is None:
                 raise FileNotFoundError(path)
+            if self.free_bytes() < MIN_FREE_BYTES:
+                raise DiskFull("the library could not be created")
             return qe.EdgeShard.create(str(path), config)
+        except DocChatError:
+            raise
         except Exception as e:
             if _busy(e):
                 raise LibraryBusy(str(self.path)) from e
-            raise
+            if disk_full(e):
+                raise DiskFull("the library could not be opened") from e
+            log.warning("Opening %s failed", path, exc_info=e)
+            raise StorageError("be opened") from e
 
     @property
     def chunks(self) -> qe.EdgeShard:
@@ -153,6 +175,57 @@ class EdgeBackend:
         if self._chunks is None:
             raise RuntimeError("the chunk shard has not been created")
         return self._chunks
+
+    # -- disk space ------------------------------------------------------------------
+    def free_bytes(self) -> int:
+        """Bytes this process may still write on the library's disk."""
+        st = os.statvfs(self.path)
+        return st.f_bavail * st.f_frsize
+
+    def _keep_reserve(self) -> None:
+        """Make the reserve file again when it is missing and the disk has room for it."""
+        reserve = self.path / RESERVE_FILE
+        try:
+            if reserve.is_file() and reserve.stat().st_blocks * 512 >= RESERVE_BYTES:
+                return
+            if self.free_bytes() < RESERVE_BYTES + MIN_FREE_BYTES:
+                return
+            fd = os.open(reserve, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.posix_fallocate(fd, 0, RESERVE_BYTES)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:  # no reserve: only a safety margin is lost
+            log.warning("Could not keep %s (%s)", reserve, e.strerror)
+            reserve.unlink(missing_ok=True)
+
+    def _can_write(self) -> bool:
+        """Before a write that finishes or undoes work: True when it can be done safely, after giving back the
+        reserve if the disk is (nearly) full."""
+        if self.free_bytes() >= MUST_WRITE_BYTES:
+            return True
+        reserve = self.path / RESERVE_FILE
+        if reserve.exists():
+            log.warning("The disk holding %s is full; using its reserved space", self.path)
+            reserve.unlink()
+        return self.free_bytes() >= MUST_WRITE_BYTES
+
+    def _must_write(self) -> None:
+        if not self._can_write():
+            raise DiskFull()
+
+    def check_room(self, points: Sequence[RawPoint]) -> None:
+        """DiskFull unless writing these points leaves MIN_FREE_BYTES free (nothing is written)."""
+        need = GROWTH * sum(4 * len(p.dense) + 8 * len(p.sparse.indices) + len(json.dumps(p.payload))
+                            for p in points)
+        if self.free_bytes() < need + MIN_FREE_BYTES:
+            raise DiskFull()
+        self._keep_reserve()
+
+    def explain(self, error: BaseException, action: str, outcome: str = "") -> DocChatError | None:
+        """StorageError for the engine's own failures (qdrant-edge raises plain Exception) and OS errors."""
+        return StorageError(action, outcome) if isinstance(error, OSError) or type(error) is Exception else None
 
     def read_meta(self) -> dict[str, Any] | None:
         """The library metadata, or None when the chunk shard does not exist yet."""
@@ -177,6 +250,7 @@ class EdgeBackend:
     def write_meta(self, meta: dict[str, Any]) -> None:
         """Replace the library metadata (a registry point)."""
         with self._write:
+            self._must_write()
             self._registry.update(qe.UpdateOperation.upsert_points([qe.Point(META_POINT_ID, {}, {META_KEY: meta})]))
 
     # -- chunk points -------------------------------------------------------------
@@ -185,17 +259,20 @@ class EdgeBackend:
         ops = [qe.Point(p.id, {DENSE: [float(x) for x in p.dense], LEXICAL: _sparse(p.sparse)}, p.payload)
                for p in points]
         with self._write:
+            self.check_room(points)
             self.chunks.update(qe.UpdateOperation.upsert_points(ops))
 
     def set_status(self, doc_id: str, status: str) -> None:
         """Set metadata.status on every chunk point of a document."""
         with self._write:
+            self._must_write()
             self.chunks.update(qe.UpdateOperation.set_payload_by_filter(_doc_filter(doc_id), {STATUS_KEY: status},
                                                                         key=METADATA_KEY))
 
     def delete_document(self, doc_id: str) -> None:
         """Delete every chunk point of a document."""
         with self._write:
+            self._must_write()
             self.chunks.update(qe.UpdateOperation.delete_points_by_filter(_doc_filter(doc_id)))
 
     def count(self, scope: Scope | None = None) -> int:
@@ -227,6 +304,8 @@ class EdgeBackend:
     def set_sparse(self, vectors: Sequence[tuple[str, SparseVector]]) -> None:
         """Replace the lexical vectors of these points."""
         ops = [qe.PointVectors(pid, {LEXICAL: _sparse(v)}) for pid, v in vectors]
+        if self.free_bytes() < GROWTH * sum(8 * len(v.indices) for _, v in vectors) + MIN_FREE_BYTES:
+            raise DiskFull("the search index could not be updated")
         with self._write:
             self.chunks.update(qe.UpdateOperation.update_vectors(ops))
 
@@ -240,11 +319,13 @@ class EdgeBackend:
         """Write a registry entry."""
         point = qe.Point(registry_point_id(entry["doc_id"]), {}, entry)
         with self._write:
+            self._must_write()
             self._registry.update(qe.UpdateOperation.upsert_points([point]))
 
     def delete_entry(self, doc_id: str) -> None:
         """Remove a document's registry entry."""
         with self._write:
+            self._must_write()
             self._registry.update(qe.UpdateOperation.delete_points([registry_point_id(doc_id)]))
 
     def entries(self, status: str, owners: Sequence[str | None] | None = None) -> list[dict[str, Any]]:
@@ -271,16 +352,26 @@ class EdgeBackend:
         return max(0, 2 * info.points_count - info.indexed_vectors_count)  # sparse vectors are always indexed
 
     def flush(self) -> None:
-        """Write both shards' segments to disk."""
+        """Write both shards' segments to disk (skipped when the disk is full: the write-ahead log keeps the writes)."""
         with self._write:
+            if not self._can_write():
+                log.warning("Not flushing %s: the disk is full (its write-ahead log keeps every write)", self.path)
+                return
             self._registry.flush()
             if self._chunks is not None:
                 self._chunks.flush()
 
     def optimize(self) -> bool:
-        """Build the HNSW index and vacuum deleted points (blocking; pauses the whole process)."""
+        """Build the HNSW index and vacuum deleted points (blocking; pauses the whole process); skipped (False) when
+        the disk has less room than the chunk shard takes."""
         with self._write:
-            return self._chunks.optimize() if self._chunks is not None else False
+            if self._chunks is None:
+                return False
+            used = sum(f.stat().st_blocks * 512 for f in (self.path / "chunks").rglob("*") if f.is_file())
+            if self.free_bytes() < used + MIN_FREE_BYTES:
+                log.warning("Not indexing %s: the disk has less free space than the index needs", self.path)
+                return False
+            return self._chunks.optimize()
 
     def close(self) -> None:
         """Flush and close both shards, then release the folder lock (a second call does nothing)."""
@@ -288,10 +379,12 @@ class EdgeBackend:
             if self._lock_fd < 0:
                 return
             try:
+                full = not self._can_write()  # then the write-ahead log keeps what flush would write
                 for shard in (self._chunks, self._registry):
                     if shard is not None:
                         try:
-                            shard.flush()
+                            if not full:
+                                shard.flush()
                         finally:
                             shard.close()
             finally:

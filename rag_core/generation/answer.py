@@ -13,7 +13,8 @@ import numpy as np
 from .. import citations as cites
 from ..config import Settings
 from ..errors import DocChatError, LLMError, LLMTimeout, StreamInterrupted
-from ..evidence import verify_answer
+from ..evidence import unbacked_sentences, verify_answer
+from ..live import CHECKING, SEARCHING, WAITING, WRITING
 from ..models import Answer, Passage
 from ..retrieval import embed_queries, retrieve_scored
 from ..text import is_refusal
@@ -38,26 +39,49 @@ log = logging.getLogger(__name__)
 
 NOTICE_NO_LLM = ("Extractive answer: these are the most relevant sentences quoted from your documents; "
                  "no language model was used.")
-NOTICE_NO_MODEL = ("Extractive answer: no language model is configured, so these are the most relevant sentences "
-                   "quoted from your documents. Set DOCCHAT_OLLAMA_MODEL (e.g. llama3.2:3b) to get written answers.")
+NOTICE_NO_MODEL = ("Extractive answer: no language model is chosen, so these are the most relevant sentences quoted "
+                   "from your documents. Pick a model in Settings to get written answers.")
 NOTICE_FALLBACK = ("{error} Meanwhile, here are the most relevant sentences quoted from your documents "
                    "(extractive answer).")
 NOTICE_NOT_RELEVANT = ("None of your documents seems to cover this question, so no answer was made up. "
                        "Try rephrasing it, widen the document scope, or add a document that covers it.")
-NOTICE_EMPTY = ("There are no documents to search yet. Add files on the Library page (or with `ingest`), "
-                "then ask again.")
+NOTICE_EMPTY = "There are no documents to search yet. Add files on the Library page, then ask again."
 NOTICE_NOT_IN_SOURCES = ("The model found no answer in the retrieved passages, so it did not make one up. "
                          "Try rephrasing the question, or add a document that covers it.")
 NOTICE_UNSUPPORTED = ("Careful: no sentence of this answer could be matched to a passage of your documents, so it may "
                       "not come from them. Check the sources beside it, or rephrase the question.")
-NOTICE_LENGTH = "The answer reached its length limit (DOCCHAT_ANSWER_TOKENS) and was cut off."
+NOTICE_LENGTH = "The answer reached its length limit and was cut off."
 NOTICE_STOPPED = "The answer was stopped before it finished."
 NOTICE_UNEXPECTED = ("Something unexpected went wrong while answering; nothing was changed in your library. "
                      "Try again, and if it keeps happening, restart DocChat.")
 
+# The technical part of a notice (variable names, commands), kept apart in Answer.extra["details"]: the pages show it
+# in an expandable "Details", the CLI after the sentence.
+DETAILS_NO_MODEL = "Set DOCCHAT_OLLAMA_MODEL (for example llama3.2:3b) to choose the model that writes answers."
+DETAILS_EMPTY = "From a terminal: `docchat ingest FILE…` adds files to the library."
+DETAILS_LENGTH = "The limit is DOCCHAT_ANSWER_TOKENS (now {n} tokens); raise it for longer answers."
+
+NOTICE_UNBACKED_ONE = "One sentence in this reply is not backed by the cited passage; it is marked."
+NOTICE_UNBACKED_MANY = "{n} sentences in this reply are not backed by the passages they cite; they are marked."
+
 MODE_LLM = "ollama"  # Answer.mode of an answer written by the chat model (any model: the name predates the choice)
 MODE_EXTRACTIVE = "extractive"
 MODE_NOT_FOUND = "not_found"
+
+
+def _details(text: str | None) -> dict[str, Any]:
+    """The `extra` entry for a notice's technical part (nothing when there is none)."""
+    return {"details": text} if text else {}
+
+
+def _evidence_notice(answer: Answer) -> str | None:
+    """What a verified reply must warn about: nothing backed at all, or sentences their citations do not back."""
+    if answer.extra.get("evidence", {}).get("supported_claims") == 0:
+        return NOTICE_UNSUPPORTED
+    unbacked = len(unbacked_sentences(answer))
+    if unbacked:
+        return NOTICE_UNBACKED_ONE if unbacked == 1 else NOTICE_UNBACKED_MANY.format(n=unbacked)
+    return None
 
 
 class AnswerStream:
@@ -81,6 +105,7 @@ class AnswerStream:
         self.chat_model = chat_model
         self.answer: Answer | None = None
         self.passages: list[Passage] = []
+        self.stage = SEARCHING  # what it is doing now, for the page (see rag_core.live)
         self.prompt: Prompt | None = None
         self.timings: dict[str, float] = {}
         self._standalone = question
@@ -121,13 +146,13 @@ class AnswerStream:
         answer = Answer(text=tidy, mode=mode, passages=tuple(self.passages), question=self.question,
                         standalone_question=self._standalone, extra=extra, **kw)
         if mode != MODE_NOT_FOUND and tidy.strip() and answer.passages:
+            self.stage = CHECKING
             # Check every [n] against its passage; uncited sentences get a matched source when one backs them.
             t = time.perf_counter()
             answer = verify_answer(answer, self.library.embedder)
             self.timings["verify"] = round((time.perf_counter() - t) * 1000, 2)
-            if (mode == MODE_LLM and not answer.incomplete
-                    and answer.extra.get("evidence", {}).get("supported_claims") == 0):
-                answer = replace(answer, notice=NOTICE_UNSUPPORTED)
+            if mode == MODE_LLM and not answer.incomplete:
+                answer = replace(answer, notice=answer.notice or _evidence_notice(answer))
         self.answer = answer
         return answer
 
@@ -139,13 +164,17 @@ class AnswerStream:
             yield from self._pipeline(partial)
         except DocChatError as e:  # e.g. the library is busy or the vector database is unreachable
             log.info("Answering failed: %s", e)
-            self._finish("".join(partial), mode, incomplete=True, notice=str(e))
+            self._finish("".join(partial), mode, incomplete=True, notice=str(e), extra=_details(e.details))
         except Exception:  # noqa: BLE001 - logged with its traceback; the user gets one sentence
             log.exception("Unexpected failure while answering %r", self.question)
             self._finish("".join(partial), mode, incomplete=True, notice=NOTICE_UNEXPECTED)
         finally:
-            if self.answer is None:  # the consumer stopped iterating (GeneratorExit)
-                self._finish("".join(partial), mode, incomplete=True, notice=NOTICE_STOPPED)
+            if self.answer is None:  # the consumer stopped iterating (GeneratorExit): keep what was written, cited
+                text = "".join(partial)
+                resolved = cites.resolve(text, self.prompt.passages) if self.prompt is not None and text else None
+                self._finish(resolved.text if resolved else text, mode, incomplete=True, notice=NOTICE_STOPPED,
+                             citations=resolved.citations if resolved else (),
+                             context_passages=len(self.prompt.passages) if self.prompt is not None else 0)
 
     def _pipeline(self, partial: list[str]) -> Iterator[str]:
         s, lib = self.settings, self.library
@@ -177,7 +206,8 @@ class AnswerStream:
         if not self.passages or relevance is None:
             empty = not lib.documents(self.owners)
             self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance,
-                         notice=NOTICE_EMPTY if empty else NOTICE_NOT_RELEVANT)
+                         notice=NOTICE_EMPTY if empty else NOTICE_NOT_RELEVANT,
+                         extra=_details(DETAILS_EMPTY if empty else None))
             yield NOT_FOUND_REPLY
             return
         if relevance < s.min_relevance:
@@ -189,21 +219,24 @@ class AnswerStream:
         if chat is None or llm_error is not None:
             notice = (NOTICE_FALLBACK.format(error=str(llm_error)) if llm_error
                       else NOTICE_NO_LLM if not self.use_llm else NOTICE_NO_MODEL)
-            yield from self._extractive(qvec, relevance, notice, llm_error)
+            details = DETAILS_NO_MODEL if notice == NOTICE_NO_MODEL else None
+            yield from self._extractive(qvec, relevance, notice, llm_error, details)
             return
 
         self.prompt = build_prompt(query, self.passages, s)
         t = self._mark("prompt_build", t)
+        self.stage = WAITING
         yield from self._stream_llm(chat, qvec, relevance, partial, t)
 
     def _extractive(self, qvec: np.ndarray, relevance: float, notice: str,
-                    fault: LLMError | None = None) -> Iterator[str]:
+                    fault: LLMError | None = None, details: str | None = None) -> Iterator[str]:
         t = time.perf_counter()
         text, citations = extractive_answer(qvec, self.passages, self.library.embedder)
         self._mark("extractive", t)
+        extra = {"fault": type(fault).__name__} if fault else {}
         self._finish(text, MODE_EXTRACTIVE, citations=citations, relevance=relevance, notice=notice,
                      context_passages=min(EXTRACTIVE_PASSAGES, len(self.passages)),
-                     extra={"fault": type(fault).__name__} if fault else {})
+                     extra={**extra, **_details(details or (fault.details if fault else None))})
         yield text
 
     def _stream_llm(self, chat: ChatBackend, qvec: np.ndarray, relevance: float, partial: list[str],
@@ -223,6 +256,7 @@ class AnswerStream:
                 if delta:
                     if not partial:
                         self._mark("first_token", self._t0)
+                        self.stage = WRITING
                     partial.append(delta)
                     yield delta
             tail = think.flush()
@@ -257,6 +291,7 @@ class AnswerStream:
             relevance=relevance, context_passages=len(prompt.passages), invalid_markers=len(resolved.invalid),
             extra={"raw_text": raw, "done_reason": done_reason, "model": chat.name})
         if fault is not None:
+            common["extra"].update(_details(fault.details))
             notice = str(fault)
             if isinstance(fault, LLMTimeout):
                 notice += " The answer below is incomplete."
@@ -265,6 +300,7 @@ class AnswerStream:
         elif not resolved.citations and is_refusal(raw):
             self._finish(resolved.text, MODE_NOT_FOUND, notice=NOTICE_NOT_IN_SOURCES, **common)
         elif done_reason == LENGTH:
+            common["extra"].update(_details(DETAILS_LENGTH.format(n=s.answer_tokens)))
             self._finish(resolved.text, MODE_LLM, citations=resolved.citations, incomplete=True,
                          notice=NOTICE_LENGTH, **common)
         else:

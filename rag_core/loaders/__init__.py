@@ -14,6 +14,7 @@ import stat
 import zipfile
 from pathlib import Path, PurePath
 
+from rag_core.budget import Deadline
 from rag_core.config import Settings
 from rag_core.errors import CorruptFile, EmptyFile, FileTooLarge, NotARegularFile, UnsupportedFileType
 from rag_core.models import Document, SourceMeta
@@ -78,8 +79,9 @@ def check_size(file_name: str, size: int, settings: Settings) -> None:
         raise FileTooLarge(file_name, settings.max_upload_mb)
 
 
-def load_bytes(data: bytes, file_name: str, settings: Settings) -> Document:
-    """Load an uploaded file's bytes into a Document, or raise an IngestError with a friendly message."""
+def load_bytes(data: bytes, file_name: str, settings: Settings, deadline: Deadline | None = None) -> Document:
+    """Load an uploaded file's bytes into a Document, or raise an IngestError with a friendly message (IngestTimedOut
+    once `deadline` has passed: PDF and Word files are read in a child process stopped at it)."""
     check_size(file_name, len(data), settings)
     if not data or data.isspace():
         raise EmptyFile(file_name)
@@ -88,15 +90,15 @@ def load_bytes(data: bytes, file_name: str, settings: Settings) -> Document:
     if kind == "pdf":
         from .pdf import load_pdf
 
-        extracted: Extracted = load_pdf(data, file_name)
+        extracted: Extracted = load_pdf(data, file_name, deadline)
     elif kind == "docx":
         from .docx import load_docx
 
-        extracted = load_docx(data, file_name, settings)
+        extracted = load_docx(data, file_name, settings, deadline)
     else:
         from .text import load_text
 
-        extracted = load_text(data, file_name, kind)
+        extracted = load_text(data, file_name, kind, deadline)
     doc_id, sha256 = doc_id_for(data)
     return Document(
         doc_id=doc_id,

@@ -12,10 +12,12 @@ from docx.opc.exceptions import OpcError
 from docx.text.paragraph import Paragraph
 from lxml import etree
 
+from rag_core.budget import Deadline
 from rag_core.config import Settings
 from rag_core.errors import CorruptFile, NoText, UnsupportedFileType
 
 from ._common import Extracted, HeadingStack, build_sections, clean_text, collapse_ws, file_stem
+from ._isolated import run_isolated
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +57,15 @@ def check_docx_zip(data: bytes, file_name: str, settings: Settings) -> None:
         raise CorruptFile(file_name, "the ZIP archive has no word/document.xml, so it is not a Word document")
 
 
-def load_docx(data: bytes, file_name: str, settings: Settings) -> Extracted:
-    """Extract a .docx: paragraphs and tables in body order; Heading N / Title styles become sections."""
+def load_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadline | None = None) -> Extracted:
+    """Extract a .docx: paragraphs and tables in body order; Heading N / Title styles become sections; read in a
+    child process that is stopped at `deadline` (IngestTimedOut), see rag_core.loaders._isolated."""
+    check_docx_zip(data, file_name, settings)
+    return run_isolated(read_docx, (data, file_name, settings), deadline or Deadline.never(file_name), "Word")
+
+
+def read_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadline) -> Extracted:
+    """`load_docx` in this process, checking `deadline` between blocks."""
     check_docx_zip(data, file_name, settings)
     try:
         document = docx.Document(io.BytesIO(data))
@@ -73,7 +82,9 @@ def load_docx(data: bytes, file_name: str, settings: Settings) -> Extracted:
     length = 0
     prev_was_list = False
     first_title: str | None = None
-    for kind, text, level in _blocks(document):
+    for i, (kind, text, level) in enumerate(_blocks(document)):
+        if not i % 256:
+            deadline.check()
         is_list = kind == "list"
         if parts:
             sep = "\n" if (is_list and prev_was_list) else "\n\n"

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 import pymupdf
 
-from rag_core.errors import CorruptFile, EncryptedFile, NoText, NoTextLayer
+from rag_core.budget import Deadline
+from rag_core.errors import CorruptFile, EncryptedFile, IngestTimedOut, NoText, NoTextLayer
 
 from ._common import Extracted, HeadingStack, build_sections, clean_text, collapse_ws, file_stem
+from ._isolated import run_isolated
 from ._pdf_layout import (
     LETTER_RE,
     RTL_RE,
@@ -60,23 +62,34 @@ class _Para:
     key: str
 
 
-def load_pdf(data: bytes, file_name: str) -> Extracted:
-    """Extract a PDF: text in reading order, pages joined by blank lines, sections from outline or fonts."""
+def load_pdf(data: bytes, file_name: str, deadline: Deadline | None = None) -> Extracted:
+    """Extract a PDF: text in reading order, pages joined by blank lines, sections from outline or fonts; read in a
+    child process that is stopped at `deadline` (IngestTimedOut), see rag_core.loaders._isolated."""
+    return run_isolated(read_pdf, (data, file_name), deadline or Deadline.never(file_name), "PDF")
+
+
+def read_pdf(data: bytes, file_name: str, deadline: Deadline) -> Extracted:
+    """`load_pdf` in this process, checking `deadline` between pages."""
     # PyMuPDF is not thread-safe (one global MuPDF context), and Streamlit serves sessions on threads.
-    with _MUPDF_LOCK:
+    left = deadline.left()
+    if not _MUPDF_LOCK.acquire(timeout=-1 if left == math.inf else min(left, threading.TIMEOUT_MAX)):
+        raise IngestTimedOut(file_name, deadline.seconds)
+    try:
         # MuPDF reports repairs and syntax problems on stderr; collect them into the log instead.
         pymupdf.TOOLS.mupdf_display_errors(False)
         pymupdf.TOOLS.mupdf_display_warnings(False)
         pymupdf.TOOLS.reset_mupdf_warnings()
         try:
-            return _load_locked(data, file_name)
+            return _load_locked(data, file_name, deadline)
         finally:
             warnings = pymupdf.TOOLS.mupdf_warnings(reset=True)
             if warnings:
                 log.debug("%s: MuPDF messages: %s", file_name, warnings.replace("\n", "; "))
+    finally:
+        _MUPDF_LOCK.release()
 
 
-def _load_locked(data: bytes, file_name: str) -> Extracted:
+def _load_locked(data: bytes, file_name: str, deadline: Deadline) -> Extracted:
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
     except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as e:
@@ -88,13 +101,16 @@ def _load_locked(data: bytes, file_name: str) -> Extracted:
             raise CorruptFile(file_name, "the PDF has no pages")
         if doc.is_repaired:
             log.info("%s: damaged PDF structure was repaired while opening", file_name)
-        return _extract(doc, file_name)
+        return _extract(doc, file_name, deadline)
     finally:
         doc.close()
 
 
-def _extract(doc: pymupdf.Document, file_name: str) -> Extracted:
-    pages = [_read_page(doc, i, file_name) for i in range(doc.page_count)]
+def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline) -> Extracted:
+    pages = []
+    for i in range(doc.page_count):  # one page is the longest step between two checks
+        deadline.check()
+        pages.append(_read_page(doc, i, file_name))
     _remove_running_lines(pages)
     body_size = body_font_size(pages)
     heading_levels = font_heading_levels(pages, body_size)
@@ -105,6 +121,7 @@ def _extract(doc: pymupdf.Document, file_name: str) -> Extracted:
     paras: list[_Para] = []
     font_heads: list[tuple[int, int, str]] = []  # (offset, level, label)
     for page in pages:
+        deadline.check()
         page_texts = page_paragraphs(page, body_size, heading_levels)
         if page_texts and parts:
             parts.append("\n\n")
@@ -121,8 +138,10 @@ def _extract(doc: pymupdf.Document, file_name: str) -> Extracted:
             length += len(text)
     text = "".join(parts)
     if not text.strip():
-        if any(doc[i].get_images() for i in range(doc.page_count)):
-            raise NoTextLayer(file_name)
+        for i in range(doc.page_count):
+            deadline.check()
+            if doc[i].get_images():
+                raise NoTextLayer(file_name)
         raise NoText(file_name)
 
     heads = _outline_heads(doc, paras, page_starts, file_name)

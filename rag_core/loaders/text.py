@@ -5,6 +5,7 @@ import codecs
 import logging
 import re
 
+from rag_core.budget import Deadline
 from rag_core.errors import EmptyFile, UnsupportedFileType
 
 from ._common import Extracted, HeadingStack, build_sections, clean_text, collapse_ws, file_stem, trim_text
@@ -79,18 +80,23 @@ def _looks_binary(text: str) -> bool:
     return bad >= _MIN_BAD_CHARS and bad / len(sample) > _MAX_BAD_SHARE
 
 
-def load_text(data: bytes, file_name: str, kind: str) -> Extracted:
-    """Load a .txt ("txt": one section) or Markdown ("md": sections from headings) file."""
-    text = trim_text(clean_text(decode_text(data, file_name)))
+def load_text(data: bytes, file_name: str, kind: str, deadline: Deadline | None = None) -> Extracted:
+    """Load a .txt ("txt": one section) or Markdown ("md": sections from headings) file; IngestTimedOut once
+    `deadline` has passed (checked between steps and every few thousand lines)."""
+    deadline = deadline or Deadline.never(file_name)
+    text = decode_text(data, file_name)
+    deadline.check()
+    text = trim_text(clean_text(text))
+    deadline.check()
     if not text.strip():
         raise EmptyFile(file_name)
     if kind == "md":
-        heads, title = _markdown_headings(text)
+        heads, title = _markdown_headings(text, deadline)
         return Extracted(text, build_sections(text, heads), title or file_stem(file_name))
     return Extracted(text, build_sections(text, ()), file_stem(file_name))
 
 
-def _markdown_headings(text: str) -> tuple[list[tuple[int, tuple[str, ...]]], str | None]:
+def _markdown_headings(text: str, deadline: Deadline) -> tuple[list[tuple[int, tuple[str, ...]]], str | None]:
     """Heading offsets and paths of ATX (#) and setext (===/---) headings outside fenced code blocks."""
     heads: list[tuple[int, tuple[str, ...]]] = []
     stack = HeadingStack()
@@ -101,7 +107,9 @@ def _markdown_headings(text: str) -> tuple[list[tuple[int, tuple[str, ...]]], st
     in_front_matter = text.startswith("---\n")
     pos = 0
     first = True
-    for line in text.split("\n"):
+    for i, line in enumerate(text.split("\n")):
+        if not i % 4096:
+            deadline.check()
         start, pos = pos, pos + len(line) + 1
         if in_front_matter:
             if not first and line.strip() in ("---", "..."):

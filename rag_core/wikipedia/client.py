@@ -3,6 +3,10 @@
 The only module that talks HTTP to Wikipedia. Requests go to https://{lang}.wikipedia.org/w/api.php
 (the language code is validated, so no input can steer them to another host) unless the setting
 `wikipedia_api` (env DOCCHAT_WIKIPEDIA_API, a URL template with {lang}) points elsewhere, e.g. a test server.
+
+Every answer is treated as untrusted: one API call (all attempts and waits) ends by DOCCHAT_WIKIPEDIA_DEADLINE, its
+body is read up to DOCCHAT_WIKIPEDIA_MAX_RESPONSE_MB, its JSON is depth-checked before parsing (rag_core.wikipedia.
+bounded), every field is type-checked where it is read, and the only URLs kept are https://<lang>.wikipedia.org/wiki/…
 """
 from __future__ import annotations
 
@@ -16,7 +20,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import httpx
 
@@ -31,15 +34,18 @@ from ..errors import (
     WikipediaRequestRejected,
     WikipediaServerError,
     WikipediaTimeout,
+    WikipediaTooSlow,
     WikipediaUnreachable,
 )
-from .documents import Article, article_url, check_lang
+from .bounded import Deadline, as_dict, as_id, as_list, one_line, parse_json, read_body
+from .documents import Article, article_url, check_lang, checked_article_url, valid_title
 
 log = logging.getLogger(__name__)
 
 VERSION = "0.1"
 MAX_RETRY_AFTER_S = 60.0  # a longer Retry-After fails at once instead of freezing the app
 CONNECT_TIMEOUT_S = 10.0
+MAX_SNIPPET_CHARS = 1000
 _TAG_RE = re.compile(r"<[^>]*>")
 
 # One request fetches the plain text with `== Heading ==` lines, the page/revision ids, the canonical URL
@@ -95,9 +101,9 @@ def user_agent(settings: Settings) -> str:
 
 
 # -- HTTP ------------------------------------------------------------------------
-def _retry_after(resp: httpx.Response) -> float | None:
+def _retry_after(headers: httpx.Headers) -> float | None:
     """Seconds asked for by a Retry-After header (delta-seconds or HTTP date), or None."""
-    value = resp.headers.get("Retry-After", "").strip()
+    value = headers.get("Retry-After", "").strip()
     if not value:
         return None
     if value.isdigit():
@@ -112,9 +118,8 @@ def _retry_after(resp: httpx.Response) -> float | None:
 
 
 def _api_error(err: object) -> WikipediaAPIError:
-    if isinstance(err, dict):
-        return WikipediaAPIError(str(err.get("code") or "unknown"), str(err.get("info") or ""))
-    return WikipediaAPIError("unknown", str(err))
+    err = err if isinstance(err, dict) else {}
+    return WikipediaAPIError(one_line(err.get("code"), 60) or "unknown", one_line(err.get("info"), 300))
 
 
 class WikipediaClient:
@@ -126,9 +131,11 @@ class WikipediaClient:
         self._sleep = sleep
         read = settings.wikipedia_timeout_s
         self._http = httpx.Client(
-            headers={"User-Agent": user_agent(settings), "Accept": "application/json"},
+            headers={"User-Agent": user_agent(settings), "Accept": "application/json", "Accept-Encoding": "gzip"},
             timeout=httpx.Timeout(read, connect=min(read, CONNECT_TIMEOUT_S)),
             follow_redirects=False,  # an HTTP redirect could lead off Wikipedia; the API never needs one
+            # A new connection per request: the deadline can always cut the request's own socket (Deadline.trace).
+            limits=httpx.Limits(max_keepalive_connections=0),
             transport=transport,
         )
 
@@ -147,52 +154,83 @@ class WikipediaClient:
         return self.settings.wikipedia_backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random())
 
     def query(self, lang: str, params: dict[str, str]) -> dict:
-        """GET the Action API (action=query unless given) and return the JSON; errors become WikipediaError."""
+        """GET the Action API (action=query unless given) and return the JSON; errors become WikipediaError.
+
+        Retries 429/5xx/timeouts with backoff, all within one deadline (DOCCHAT_WIKIPEDIA_DEADLINE): a wait that
+        would pass it fails at once instead."""
         url = api_url(self.settings, lang)
         full = {"action": "query", **params, "format": "json"}
         attempts = max(0, self.settings.wikipedia_retries) + 1
+        limit = self.settings.wikipedia_deadline_s
+        end = time.monotonic() + limit
+
+        def wait(delay: float) -> bool:
+            """Sleep `delay` s before the next attempt, if that leaves time for it."""
+            if time.monotonic() + delay >= end:
+                return False
+            self._sleep(delay)
+            return True
+
         for attempt in range(1, attempts + 1):
+            left = end - time.monotonic()
+            if left <= 0:
+                raise WikipediaTooSlow(limit)
             try:
-                resp = self._http.get(url, params=full)
+                status, headers, body = self._get(url, full, left)
             except httpx.TimeoutException as e:
                 if attempt < attempts:
                     delay = self._backoff(attempt)
                     log.info("Wikipedia timed out (attempt %d/%d); retrying in %.2f s", attempt, attempts, delay)
-                    self._sleep(delay)
-                    continue
-                raise WikipediaTimeout(attempts) from e
+                    if wait(delay):
+                        continue
+                raise WikipediaTimeout(attempt) from e
             except httpx.RemoteProtocolError as e:  # e.g. the body was cut off
                 raise WikipediaBadResponse("the answer was cut off") from e
             except httpx.TransportError as e:
                 raise WikipediaUnreachable(f"{httpx.URL(url).host}: {type(e).__name__}") from e
-            status = resp.status_code
             if status == 429 or status >= 500:
-                wait = _retry_after(resp)
-                if attempt < attempts and (wait is None or wait <= MAX_RETRY_AFTER_S):
-                    delay = wait if wait is not None else self._backoff(attempt)
+                asked = _retry_after(headers)
+                if attempt < attempts and (asked is None or asked <= MAX_RETRY_AFTER_S):
+                    delay = asked if asked is not None else self._backoff(attempt)
                     log.info("Wikipedia answered HTTP %d (attempt %d/%d); retrying in %.2f s",
                              status, attempt, attempts, delay)
-                    self._sleep(delay)
-                    continue
+                    if wait(delay):
+                        continue
                 if status == 429:
-                    raise WikipediaRateLimited(wait)
+                    raise WikipediaRateLimited(asked)
                 raise WikipediaServerError(status, attempt)
             if status >= 400:
                 raise WikipediaRequestRejected(status)
             if status >= 300:
                 raise WikipediaBadResponse(f"it pointed to another address, HTTP {status}; check the language code")
-            try:
-                data = resp.json()
-            except ValueError as e:
-                raise WikipediaBadResponse("it is not valid JSON") from e
+            data = parse_json(body)
             if not isinstance(data, dict):
                 raise WikipediaBadResponse("it is not a JSON object")
             if "error" in data:
                 raise _api_error(data["error"])
             if data.get("warnings"):
-                log.debug("Wikipedia API warnings: %s", data["warnings"])
+                log.debug("Wikipedia API warnings: %.500s", data["warnings"])
             return data
         raise AssertionError("unreachable")  # the loop always returns or raises
+
+    def _get(self, url: str, params: dict[str, str], seconds: float) -> tuple[int, httpx.Headers, bytes]:
+        """One attempt, cut off after `seconds` (WikipediaTooSlow): status, headers and, for a 2xx, the body."""
+        read = min(self.settings.wikipedia_timeout_s, seconds)
+        timeout = httpx.Timeout(read, connect=min(read, CONNECT_TIMEOUT_S))
+        with Deadline(seconds) as deadline:
+            try:
+                with self._http.stream("GET", url, params=params, timeout=timeout,
+                                       extensions={"trace": deadline.trace}) as resp:
+                    body = b""
+                    if 200 <= resp.status_code < 300:
+                        body = read_body(resp, self.settings.wikipedia_max_response_mb, deadline)
+            except httpx.TransportError as e:  # includes timeouts; the deadline's cut shows up as one of these
+                if deadline.passed:
+                    raise WikipediaTooSlow(self.settings.wikipedia_deadline_s) from e
+                raise
+            if deadline.passed:  # cut while the body was being read (it may even look complete)
+                raise WikipediaTooSlow(self.settings.wikipedia_deadline_s)
+        return resp.status_code, resp.headers, body
 
 
 @contextmanager
@@ -205,10 +243,21 @@ def client_session(settings: Settings, client: WikipediaClient | None) -> Iterat
         yield own
 
 
+# -- reading the JSON: every field is checked for its type where it is read (bounded.as_*) -------
+def _title(value: object) -> str | None:
+    """`value` if it can be a Wikipedia title (text, at most 255 bytes, no forbidden characters), else None."""
+    return value if isinstance(value, str) and valid_title(value) else None
+
+
+def _query(data: dict) -> dict:
+    return as_dict(data.get("query"))
+
+
 def _pages(data: dict) -> list[dict]:
-    """query.pages in either format version (dict keyed by id, or a list)."""
-    pages = (data.get("query") or {}).get("pages") or {}
-    return list(pages.values()) if isinstance(pages, dict) else list(pages)
+    """query.pages in either format version (dict keyed by id, or a list); only the JSON objects in it."""
+    pages = _query(data).get("pages")
+    rows = pages.values() if isinstance(pages, dict) else as_list(pages)
+    return [p for p in rows if isinstance(p, dict)]
 
 
 def _has(page: dict, key: str) -> bool:
@@ -217,7 +266,9 @@ def _has(page: dict, key: str) -> bool:
 
 
 def _strip_html(text: str) -> str:
-    return " ".join(html.unescape(_TAG_RE.sub("", text)).split())
+    """Plain text of a search snippet: tags and control characters removed, entities decoded, one line."""
+    plain = html.unescape(_TAG_RE.sub("", text[:MAX_SNIPPET_CHARS * 4]))
+    return one_line(plain, MAX_SNIPPET_CHARS)
 
 
 # -- search ------------------------------------------------------------------------
@@ -233,13 +284,19 @@ def search(settings: Settings, words: str, lang: str = "en", limit: int = 10,
         data = c.query(code, {"list": "search", "srsearch": words, "srnamespace": "0", "srlimit": str(limit),
                               "srprop": "snippet"})
     hits = []
-    for row in (data.get("query") or {}).get("search") or []:
-        title = row.get("title")
+    for row in as_list(_query(data).get("search")):
+        row = as_dict(row)
+        title = _title(row.get("title"))
         if not title:
+            if row:
+                log.info("Skipped a search result without a valid title")
             continue
-        hits.append(WikiHit(title, _strip_html(row.get("snippet") or ""), int(row.get("pageid") or 0),
-                            article_url(code, title)))
-    return hits[:limit]
+        snippet = row.get("snippet")
+        hits.append(WikiHit(title, _strip_html(snippet) if isinstance(snippet, str) else "",
+                            as_id(row.get("pageid")) or 0, article_url(code, title)))
+        if len(hits) == limit:
+            break
+    return hits
 
 
 # -- fetch -----------------------------------------------------------------------
@@ -247,10 +304,24 @@ def _disambiguation_candidates(client: WikipediaClient, lang: str, title: str) -
     data = client.query(lang, {"prop": "links", "titles": title, "plnamespace": "0", "pllimit": "max"})
     seen: dict[str, None] = {}
     for page in _pages(data):
-        for link in page.get("links") or []:
-            if link.get("ns", 0) == 0 and link.get("title"):
-                seen.setdefault(link["title"], None)
+        for link in as_list(page.get("links")):
+            link = as_dict(link)
+            name = _title(link.get("title"))
+            if link.get("ns", 0) == 0 and name:
+                seen.setdefault(name, None)
     return tuple(seen)
+
+
+def _article_url(page: dict, lang: str, title: str) -> str:
+    """The page's canonical URL when it is https://<lang>.wikipedia.org/wiki/…, else the one built from the title."""
+    for key in ("canonicalurl", "fullurl"):
+        url = checked_article_url(page.get(key), lang)
+        if url:
+            return url
+        if page.get(key) is not None:
+            log.warning("Ignored the %s Wikipedia gave for “%s”: not an https://%s.wikipedia.org/wiki/ address",
+                        key, title, lang)
+    return article_url(lang, title)
 
 
 def fetch_article(client: WikipediaClient, lang: str, title: str | None = None,
@@ -269,24 +340,27 @@ def fetch_article(client: WikipediaClient, lang: str, title: str | None = None,
     if not pages:
         raise WikipediaBadResponse("no page in the answer")
     page = pages[0]
-    shown = page.get("title") or title or str(page_id)
+    raw_title = page.get("title")
+    if raw_title is not None and not _title(raw_title):
+        raise WikipediaBadResponse("the article's title is not a valid Wikipedia title")
+    shown = _title(raw_title) or title or str(page_id)
     if _has(page, "invalid"):
-        raise WikipediaBadTitle(shown, str(page.get("invalidreason") or ""))
-    if _has(page, "missing") or _has(page, "special") or not page.get("pageid"):
+        raise WikipediaBadTitle(shown, one_line(page.get("invalidreason"), 200))
+    pid = as_id(page.get("pageid"))
+    if _has(page, "missing") or _has(page, "special") or not pid:
         raise WikipediaPageMissing(shown, code)
-    redirects = (data.get("query") or {}).get("redirects") or []
-    redirected_from = redirects[0].get("from") if redirects else None
-    pid = int(page["pageid"])
-    url = page.get("canonicalurl") or page.get("fullurl") or article_url(code, shown)
-    if "disambiguation" in (page.get("pageprops") or {}):
+    redirects = as_list(_query(data).get("redirects"))
+    redirected_from = _title(as_dict(redirects[0]).get("from")) if redirects else None
+    url = _article_url(page, code, shown)
+    if "disambiguation" in as_dict(page.get("pageprops")):
         return Disambiguation(code, shown, pid, url, _disambiguation_candidates(client, code, shown), redirected_from)
     text = page.get("extract")
     if not isinstance(text, str) or not text.strip():
         raise WikipediaBadResponse(f"“{shown}” came without any text")
-    rev = page.get("lastrevid")
+    rev = as_id(page.get("lastrevid"))
     if not rev:
         raise WikipediaBadResponse(f"“{shown}” came without a revision id")
-    return Article(code, shown, pid, int(rev), url, text, redirected_from)
+    return Article(code, shown, pid, rev, url, text, redirected_from)
 
 
 # -- latest revisions (for refresh) ------------------------------------------------
@@ -302,18 +376,19 @@ class LatestRevision:
 def latest_revisions(client: WikipediaClient, lang: str, page_ids: list[int]) -> dict[int, LatestRevision]:
     """Current revision (or why it is gone) of up to 50 pages, by page id (robust to renames)."""
     data = client.query(lang, {"prop": "info", "pageids": "|".join(str(p) for p in page_ids)})
+    asked = set(page_ids)
     out: dict[int, LatestRevision] = {}
     for page in _pages(data):
-        raw_id: Any = page.get("pageid")
-        try:
-            pid = int(raw_id)
-        except (TypeError, ValueError):
+        pid = as_id(page.get("pageid"))
+        if pid is None or pid not in asked:
             continue
+        title = _title(page.get("title"))
+        rev = as_id(page.get("lastrevid"))
         if _has(page, "missing"):
-            out[pid] = LatestRevision(None, page.get("title"), "the article no longer exists on Wikipedia")
+            out[pid] = LatestRevision(None, title, "the article no longer exists on Wikipedia")
         elif _has(page, "redirect"):
-            out[pid] = LatestRevision(None, page.get("title"),
+            out[pid] = LatestRevision(None, title,
                                       "the article is now a redirect on Wikipedia; import the article it points to")
-        elif page.get("lastrevid"):
-            out[pid] = LatestRevision(int(page["lastrevid"]), page.get("title"))
+        elif rev:
+            out[pid] = LatestRevision(rev, title)
     return out

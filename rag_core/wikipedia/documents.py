@@ -9,7 +9,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 from ..errors import WikipediaBadLanguage, WikipediaBadTitle
 from ..models import Document, Section, SourceMeta
@@ -29,6 +29,9 @@ _NOT_LANGS = frozenset({"www"})
 _HEADING_RE = re.compile(r"^(={2,6})[ \t]*(.+?)[ \t]*\1[ \t]*$", re.M)
 _ARTICLE_URL_RE = re.compile(r"https?://([a-z-]+)\.(?:m\.)?wikipedia\.org/wiki/([^?#]+)(?:[?#].*)?", re.I)
 _BAD_TITLE_RE = re.compile(r"[|<>\[\]{}\x00-\x1f\x7f]")
+_URL_UNSAFE_RE = re.compile(r"[^!-~]|[\"'<>\\^`{|}]")  # anything but printable ASCII, and quote/bracket chars
+_DOT_SEGMENT_RE = re.compile(r"/\.\.?(?:/|$)")  # /./ or /../ would leave /wiki/ (titles never contain them)
+MAX_URL_CHARS = 2048
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,29 @@ def check_lang(lang: str) -> str:
 def article_url(lang: str, title: str) -> str:
     """The canonical article URL as MediaWiki builds it (spaces -> underscores, wfUrlencode)."""
     return f"https://{check_lang(lang)}.wikipedia.org/wiki/" + quote(title.replace(" ", "_"), safe=";@$!*(),/:~")
+
+
+def valid_title(title: str) -> bool:
+    """True when `title` can be a Wikipedia title: not blank, at most 255 bytes, none of | [ ] { } < > or controls."""
+    return (bool(title.strip()) and len(title.encode("utf-8", "replace")) <= MAX_TITLE_BYTES
+            and not _BAD_TITLE_RE.search(title))
+
+
+def checked_article_url(url: object, lang: str) -> str | None:
+    """`url` if it is an https://<lang>.wikipedia.org/wiki/… article address (printable ASCII, no user, port, query or
+    fragment), else None: the only kind of link DocChat stores or prints for an article."""
+    if not isinstance(url, str) or len(url) > MAX_URL_CHARS or _URL_UNSAFE_RE.search(url):
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    host = f"{check_lang(lang)}.wikipedia.org"
+    prefix = f"https://{host}/wiki/"
+    if (not url.startswith(prefix) or len(url) == len(prefix) or parts.netloc != host
+            or parts.query or parts.fragment or _DOT_SEGMENT_RE.search(parts.path)):
+        return None
+    return url
 
 
 def anchor_for(heading: str) -> str:

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import DocChatError, DocumentNotFound, WikipediaPageMissing
-from ..models import DocumentInfo, Progress
+from ..models import Document, DocumentInfo, Progress
 from .client import Disambiguation, LatestRevision, WikipediaClient, client_session, fetch_article, latest_revisions
 from .documents import build_document, parse_article_ref
 
@@ -104,8 +105,10 @@ def _retire(library: Library, doc_ids: list[str]) -> tuple[str, ...]:
 
 
 def import_article(library: Library, settings: Settings, title: str, lang: str = "en", owner: str | None = None,
-                   progress: Progress | None = None, client: WikipediaClient | None = None) -> WikiImportResult:
-    """Fetch one article and add it to the library; never raises for Wikipedia trouble (see the result)."""
+                   progress: Progress | None = None, client: WikipediaClient | None = None,
+                   check: Callable[[Document], None] | None = None) -> WikiImportResult:
+    """Fetch one article and add it to the library; never raises for Wikipedia trouble (see the result). `check`
+    sees the article before it is stored and may refuse it by raising a DocChatError (the demo's quotas)."""
     shown, code = title, lang
     try:
         code, shown = parse_article_ref(title, lang)
@@ -119,6 +122,8 @@ def import_article(library: Library, settings: Settings, title: str, lang: str =
             return WikiImportResult("disambiguation", got.title, code, candidates=got.candidates,
                                     redirected_from=got.redirected_from, url=got.url)
         doc = build_document(got)  # the library scopes the id to `owner`
+        if check is not None:
+            check(doc)
         res = library.ingest_document(doc, owner=owner, progress=progress, label=got.title)
         older = [d.doc_id for d in library.documents()
                  if _same_page(d, got.lang, got.page_id, owner) and d.doc_id != res.doc_id]

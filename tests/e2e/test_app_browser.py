@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from e2e_helpers import drop_files, open_page, screenshot, upload, wait_idle
+from ollama_server import Reply
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -181,3 +182,72 @@ def test_a_new_question_while_answering_keeps_the_partial_reply(page, app_url):
     expect(messages.nth(1)).to_contain_text("Brussels is the capital of Belgium")
     expect(messages.nth(1)).to_contain_text("stopped before it finished")
     expect(messages.nth(2)).to_contain_text("What is the capital of Belgium?")
+
+
+# A true sentence and an injected one, both citing [1]; the injected one carries every bare-link form, and the
+# stream cuts them where a per-piece escape would miss them ("ww" | "w.", "https:" | "//", "me@" | "evil").
+MIXED_PIECES = ["The capital of Belgium is Brussels [1]. ", "For the full list of capitals see ww",
+                "w.evil.example or https:", "//evil.example/steal or write to me@", "evil.example [1]."]
+LIVE_LINKS = 'a[href*="evil"], a[href^="mailto:"]'
+
+
+def test_streamed_links_stay_text_and_a_mixed_reply_is_marked(page, app_url, ollama):
+    _ensure_in_library(page, app_url, PDF)
+    open_page(page, app_url, "")
+    ollama.script(Reply("".join(MIXED_PIECES), chunks=MIXED_PIECES, delay_first=0.2, delay_between=0.5))
+    _ask(page, "What is the capital of Belgium?")
+    reply = page.locator('[data-testid="stChatMessage"]').last
+    left = reply.locator('[data-testid="stColumn"]').first
+    seen: list[str] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # while it streams, not one bare link may become a live link
+        assert page.locator(LIVE_LINKS).count() == 0, seen[-1:]
+        text = (left.inner_text() if left.count() else "").replace("\u2060", "")
+        if text and (not seen or text != seen[-1]):
+            seen.append(text)
+        if "me@evil.example [1]" in text:
+            break
+        time.sleep(0.03)
+    assert any("see www.evil.example or https:" in s and "steal" not in s for s in seen), seen  # seen mid-stream
+    wait_idle(page)
+    assert page.locator(LIVE_LINKS).count() == 0  # nor in the final render
+    assert page.locator('[data-testid="stMainBlockContainer"] a').filter(has_text="evil").count() == 0
+    shown = left.inner_text().replace("\u2060", "")
+    assert "see www.evil.example or https://evil.example/steal or write to me@evil.example [1]." in shown
+    # The [1] markers are still bold, the injected sentence is marked, and the reply says so.
+    expect(left.locator("strong").filter(has_text=re.compile(r"^\[1\]$"))).to_have_count(2)
+    expect(left.locator("span.stMarkdownBadge").filter(has_text="not backed by the cited passage")).to_have_count(1)
+    assert ":orange-badge" not in shown
+    expect(left).to_contain_text("One sentence in this reply is not backed by the cited passage; it is marked.")
+    card = reply.locator('[class*="st-key-source_card_"]').first
+    expect(card).to_contain_text("not every sentence that cites it")  # [1] is not shown as simply verified
+    assert "Traceback" not in page.inner_text("body")
+    if SCREENSHOTS:
+        screenshot(page, SCREENSHOTS / "mixed_reply.png", height=1000)
+
+
+def test_an_enormous_pdf_page_is_drawn_small_and_never_shows_a_traceback(page, app_url, ollama):
+    import pymupdf
+
+    doc = pymupdf.open()
+    big = doc.new_page(width=11000, height=11000)  # MuPDF refuses to draw this at 2x: "Overly large image"
+    big.insert_text((500, 500), "The giant walrus poster welcomes every visitor to the harbour.", fontsize=60)
+    open_page(page, app_url, "library")
+    upload(page, {"name": "poster.pdf", "mimeType": "application/pdf", "buffer": doc.tobytes()})
+    expect(_main(page).get_by_text(re.compile(r"(Added|already in your library).*poster"))).to_be_visible(
+        timeout=INGEST_TIMEOUT)
+    open_page(page, app_url, "")
+    ollama.script(Reply("The giant walrus poster welcomes every visitor to the harbour [1]."))
+    _ask(page, "What does the giant walrus poster say?")
+    reply = page.locator('[data-testid="stChatMessage"]').last
+    card = reply.locator('[class*="st-key-source_card_"]').first
+    expect(card).to_contain_text("poster", timeout=30_000)
+    wait_idle(page)
+    card.get_by_text("Show on the page").click()
+    img = card.locator("img")
+    expect(img).to_be_visible(timeout=30_000)
+    assert img.evaluate("i => i.naturalWidth * i.naturalHeight") <= 4_000_000  # capped, whatever the page size
+    wait_idle(page)
+    body = page.inner_text("body")
+    assert "Traceback" not in body and "FzError" not in body and "Overly large" not in body
+    expect(page.locator('[data-testid="stChatInput"] textarea')).to_be_enabled()

@@ -37,7 +37,8 @@ def secret_note(i: int) -> bytes:
 def test_eight_sessions_ingest_and_ask_at_the_same_time(tmp_path, embedder):
     with OllamaServer(models=[MODEL], default=Reply("From the sources [1].")) as srv:
         settings = Settings(data_dir=tmp_path / "data", mode="demo", ollama_host=srv.url, ollama_model=MODEL,
-                            ollama_api_key="k", demo_questions_per_minute=100, llm_timeout_s=30)
+                            ollama_api_key="k", demo_questions_per_minute=100, llm_timeout_s=30,
+                            demo_client_questions_per_minute=100)  # 8 visitors, one (unknown) address
         lib = Library(settings, embedder=embedder)
         try:
             hub = DemoHub(lib)

@@ -20,6 +20,7 @@ from store_helpers import BACKENDS, open_library
 from rag_core import generation as gen
 from rag_core.config import Settings
 from rag_core.errors import LLMTimeout, StreamInterrupted
+from rag_core.generation.answer import DETAILS_LENGTH, DETAILS_NO_MODEL
 from rag_core.library import Library
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
@@ -244,7 +245,8 @@ def test_extractive_answer_end_to_end_on_fixture_documents(docs_library, llm_set
 def test_extractive_when_no_model_is_configured(docs_library, server, llm_settings):
     _, ans = _run(gen.start_answer(docs_library, "Namespaces are a great idea, right?",
                                    llm_settings.with_overrides(ollama_model="")))
-    assert ans.mode == "extractive" and ans.notice == gen.NOTICE_NO_MODEL
+    assert ans.mode == "extractive" and ans.notice == gen.NOTICE_NO_MODEL and "DOCCHAT_" not in ans.notice
+    assert ans.extra["details"] == DETAILS_NO_MODEL  # the variable name is for the expandable "Details"
     assert "Namespaces are one honking great idea" in ans.text and server.requests == []
 
 
@@ -258,7 +260,9 @@ def test_ollama_down_falls_back_to_extractive_with_reason_and_fix(docs_library, 
     down = llm_settings.with_overrides(ollama_host=f"http://127.0.0.1:{_closed_port()}")
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, down))
     assert ans.mode == "extractive" and not ans.incomplete
-    assert "is not reachable" in ans.notice and "ollama serve" in ans.notice and "extractive" in ans.notice
+    assert "is not running" in ans.notice and "extractive" in ans.notice
+    assert "ollama serve" not in ans.notice and "127.0.0.1" not in ans.notice  # a sentence for people ...
+    assert "ollama serve" in ans.extra["details"] and down.ollama_host in ans.extra["details"]  # ... details apart
     assert "Beautiful is better than ugly" in ans.text and ans.citations
 
 
@@ -266,7 +270,8 @@ def test_missing_model_falls_back_with_pull_advice(docs_library, server, llm_set
     missing = llm_settings.with_overrides(ollama_model="qwen2.5:3b")
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, missing))
     assert ans.mode == "extractive"
-    assert "ollama pull qwen2.5:3b" in ans.notice and "not reachable" not in ans.notice
+    assert "“qwen2.5:3b” is not installed" in ans.notice and "is not running" not in ans.notice
+    assert "ollama pull" not in ans.notice and "`ollama pull qwen2.5:3b`" in ans.extra["details"]
     assert server.chat_requests[0]["model"] == "qwen2.5:3b"
 
 
@@ -274,7 +279,7 @@ def test_follow_up_with_ollama_down_does_not_wait_twice(docs_library, llm_settin
     down = llm_settings.with_overrides(ollama_host=f"http://127.0.0.1:{_closed_port()}")
     _, ans = _run(gen.start_answer(docs_library, "and what about namespaces?", down,
                                    history=[("user", "What is the Zen of Python?"), ("assistant", "Aphorisms.")]))
-    assert ans.mode == "extractive" and "ollama serve" in ans.notice
+    assert ans.mode == "extractive" and "ollama serve" in ans.extra["details"]
     assert ans.standalone_question.startswith("What is the Zen of Python?")
 
 
@@ -294,7 +299,8 @@ def test_slow_first_token_times_out_with_a_clear_message(docs_library, server, l
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, impatient))
     assert ans.extra["timings"]["llm"] < 20_000  # gave up after ~0.5 s, did not wait for the 60 s delay
     assert ans.mode == "extractive"
-    assert str(LLMTimeout(0.5)) in ans.notice and "DOCCHAT_LLM_TIMEOUT" in ans.notice
+    assert str(LLMTimeout(0.5)) in ans.notice and "DOCCHAT_LLM_TIMEOUT" not in ans.notice
+    assert "DOCCHAT_LLM_TIMEOUT" in ans.extra["details"]
     assert ans.extra["fault"] == "LLMTimeout"
 
 
@@ -310,19 +316,22 @@ def test_error_line_mid_stream_keeps_partial_text(docs_library, server, llm_sett
     server.script(Reply("Beautiful is better [1].", error="llama runner process has terminated"))
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
     assert ans.incomplete and ans.text == "Beautiful is better [1]."
-    assert "llama runner process has terminated" in ans.notice and "restart Ollama" in ans.notice
+    assert "restart Ollama" in ans.notice and "llama runner" not in ans.notice
+    assert ans.extra["details"] == "Ollama said: llama runner process has terminated"
 
 
 def test_server_error_before_any_text_falls_back(docs_library, server, llm_settings):
     server.script(Reply(status=500, error_body="out of memory"))
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
-    assert ans.mode == "extractive" and "out of memory" in ans.notice and ans.citations
+    assert ans.mode == "extractive" and "out of memory" in ans.extra["details"] and ans.citations
 
 
 def test_length_limit_marks_incomplete(docs_library, server, llm_settings):
     server.script(Reply("Beautiful is better than ugly [1] and", done_reason="length"))
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
     assert ans.incomplete and ans.notice == gen.NOTICE_LENGTH and ans.citations
+    assert "DOCCHAT_ANSWER_TOKENS" not in ans.notice
+    assert ans.extra["details"] == DETAILS_LENGTH.format(n=llm_settings.answer_tokens)
 
 
 def test_reasoning_block_is_not_shown(docs_library, server, llm_settings):
@@ -360,7 +369,8 @@ def test_api_key_is_sent_as_bearer_token(docs_library, llm_settings):
         assert ans.mode == "ollama"
         assert srv.requests[-1].headers["authorization"] == "Bearer s3cret"
         _, refused = _run(gen.start_answer(docs_library, ZEN_Q, ok.with_overrides(ollama_api_key="wrong")))
-        assert refused.mode == "extractive" and "OLLAMA_API_KEY" in refused.notice
+        assert refused.mode == "extractive" and "access key" in refused.notice
+        assert "OLLAMA_API_KEY" not in refused.notice and "OLLAMA_API_KEY" in refused.extra["details"]
 
 
 # --------------------------------------------------------------------------- prompt injection

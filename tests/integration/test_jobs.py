@@ -151,3 +151,130 @@ def test_close_then_submit_runs_the_next_job_at_once(library):
     [view] = q.jobs([second])
     assert view.result.status == "added"
     q.close()
+
+
+# --------------------------------------------------------------------------- fair scheduling (hosted demo)
+def _blocker(gate: threading.Event, started: threading.Event | None = None, name: str = "big"):
+    def work(progress):
+        if started is not None:
+            started.set()
+        progress("embedding", 1, 4)
+        assert gate.wait(60), "the test never released the blocking job"
+        return IngestResult(name, "added")
+
+    return work
+
+
+def test_a_second_owners_small_file_is_added_while_the_first_owners_big_one_runs(queue, library):
+    gate, started = threading.Event(), threading.Event()
+    big = queue.submit("big.pdf", _blocker(gate, started), owner="alice")
+    try:
+        assert started.wait(10)
+        small = queue.submit_bytes(b"Bern is the federal city of Switzerland.", "bern.txt", owner="bob")
+        assert queue.wait([small], 60), "bob's file waited for alice's"
+        [done] = queue.jobs([small])
+        assert done.result.status == "added" and done.result.chunks == 1
+        assert [d.title for d in library.documents(owners=["bob"])] == ["bern"]
+        [running] = queue.jobs([big])
+        assert running.state == "running"
+    finally:
+        gate.set()
+    assert queue.wait([big], 10)
+
+
+def test_one_owner_never_holds_every_worker(library):
+    q = IngestQueue(library, workers=2)
+    gate = threading.Event()
+    a1_started = threading.Event()
+    try:
+        a1 = q.submit("a1", _blocker(gate, a1_started, "a1"), owner="alice")
+        a2 = q.submit("a2", _blocker(gate, None, "a2"), owner="alice")
+        assert a1_started.wait(10)
+        b1 = q.submit("b1", lambda p: IngestResult("b1", "added"), owner="bob")
+        assert q.wait([b1], 10), "bob waited although a worker was free"
+        assert [j.state for j in q.jobs([a1, a2])] == ["running", "queued"]  # alice's second job waits for her first
+    finally:
+        gate.set()
+    assert q.wait([a1, a2], 10)
+    q.close()
+
+
+def test_owners_take_turns_and_each_owners_jobs_keep_their_order(library):
+    q = IngestQueue(library, workers=1)
+    gate, started = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def job(name):
+        def work(progress):
+            order.append(name)
+            return IngestResult(name, "added")
+
+        return work
+
+    try:
+        first = q.submit("a1", _blocker(gate, started, "a1"), owner="alice")
+        assert started.wait(10)
+        ids = [first] + [q.submit(n, job(n), owner=o) for n, o in
+                         [("a2", "alice"), ("a3", "alice"), ("b1", "bob"), ("b2", "bob"), ("c1", None)]]
+    finally:
+        gate.set()
+    assert q.wait(ids, 10)
+    assert order == ["b1", "c1", "a2", "b2", "a3"]  # alice just had her turn: bob and the owner None go first
+    q.close()
+
+
+def test_no_more_jobs_run_at_once_than_workers(library):
+    q = IngestQueue(library, workers=2)
+    lock = threading.Lock()
+    running, peak = [0], [0]
+    gate = threading.Event()
+
+    def work(progress):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        gate.wait(0.3)
+        with lock:
+            running[0] -= 1
+        return IngestResult("x", "added")
+
+    ids = [q.submit(f"f{i}", work, owner=f"owner{i % 4}") for i in range(8)]
+    assert q.wait(ids, 30)
+    assert peak[0] == 2
+    q.close()
+    assert IngestQueue(library).workers == library.settings.ingest_workers == 2
+
+
+@pytest.mark.timeout(180)
+def test_two_owners_files_are_indexed_at_the_same_time_safely(library):
+    """Two workers really run at once (reading, splitting, embedding), saving one at a time under the store's lock."""
+    q = IngestQueue(library, workers=2)
+    pdf = (DOCS / "pdf_text_4-pages_pdflatex.pdf").read_bytes()
+    columns = (DOCS / "pdf_text_multicolumn_3-pages.pdf").read_bytes()
+    overlap = threading.Event()
+    real_embed = library.store.embed_chunks
+
+    def embed(chunks, progress=None):  # note when both owners' files are past reading at the same moment
+        running = [j for j in q.active("alice") + q.active("bob") if j.state == "running"]
+        if len(running) == 2:
+            overlap.set()
+        return real_embed(chunks, progress)
+
+    library.store.embed_chunks = embed
+    try:
+        ids = {"alice": [q.submit_bytes(pdf, "report.pdf", owner="alice"),
+                         q.submit_bytes(b"Alice's own notes. Nothing more.", "notes.txt", owner="alice")],
+               "bob": [q.submit_bytes(columns, "columns.pdf", owner="bob"), q.submit_bytes(pdf, "report.pdf", owner="bob")]}
+        all_ids = ids["alice"] + ids["bob"]
+        assert q.wait(all_ids, 170)
+    finally:
+        library.store.embed_chunks = real_embed
+        q.close()
+    results = {owner: [j.result for j in q.jobs(job_ids)] for owner, job_ids in ids.items()}
+    assert all(r.status == "added" for rs in results.values() for r in rs), results
+    assert overlap.is_set(), "the two owners' files never ran at the same time"
+    for owner, rs in results.items():
+        assert sorted(d.doc_id for d in library.documents(owners=[owner])) == sorted(r.doc_id for r in rs)
+    assert results["alice"][0].doc_id != results["bob"][1].doc_id  # the same file, two private copies
+    assert library.store.count_chunks() == sum(r.chunks for rs in results.values() for r in rs)
+    assert all(library.store.intact(r.doc_id) for rs in results.values() for r in rs)

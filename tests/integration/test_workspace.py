@@ -16,8 +16,9 @@ from rag_core.config import Settings
 from rag_core.errors import LimitReached, SampleReadOnly
 from rag_core.library import Library
 from rag_core.originals import originals_dir
+from rag_core.runtime import Runtime, session_settings
 from rag_core.sessions import SHARED_OWNER, DemoHub
-from rag_core.workspace import DemoWorkspace, LocalWorkspace, Runtime, session_settings
+from rag_core.workspace import DemoWorkspace, LocalWorkspace
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 PDF = DOCS / "pdf_text_4-pages_pdflatex.pdf"

@@ -190,12 +190,17 @@ def test_banner_says_extractive_and_settings_hide_the_server(demo):
     dave = new_app()
     assert not dave.exception
     banner = " ".join(plain(i) for i in texts(dave.info))
-    assert "private to this browser session" in banner and "extractive mode" in banner
+    assert "private to this browser tab. Closing or reloading the tab starts over" in banner
+    assert "extractive mode" in banner
     assert "Ollama" not in _page(dave)  # no local-mode status line about Ollama
     dave.switch_page("pages/settings.py").run()
     assert not dave.exception
     banner = " ".join(plain(i) for i in texts(dave.info))
     assert "extractive mode" in banner
+    # One wording everywhere: what a visitor sees is a browser tab (never "session").
+    assert "Changes here last until you close or reload this browser tab." in _page(dave)
+    dave.switch_page("pages/library.py").run()
+    assert "this browser tab" in _page(dave) and "session" not in _page(dave)
     labels = [w.label for w in dave.text_input] + [b.label for b in dave.button] + [s.label for s in dave.selectbox]
     assert "Ollama address" not in labels and "Download" not in labels and "Model" not in labels
     assert "Check again" not in labels
@@ -327,3 +332,54 @@ def test_wikipedia_in_the_demo_is_private_counted_and_refreshes_only_own_article
             _close_hub(ui_state)
             demo.mp.delenv("DOCCHAT_WIKIPEDIA_API", raising=False)
             demo.mp.delenv("DOCCHAT_WIKIPEDIA_BACKOFF", raising=False)
+
+
+class _Headers:
+    def __init__(self, values: list[str]) -> None:
+        self.values = values
+
+    def get_all(self, key: str) -> list[str]:
+        return list(self.values) if key.lower() == "x-forwarded-for" else []
+
+
+class _Context:
+    """What ui.state reads of st.context: the connection's address and the request headers."""
+
+    def __init__(self, ip, forwarded: list[str]) -> None:
+        self.ip_address, self.headers = ip, _Headers(forwarded)
+
+
+def test_visitor_address_trusts_the_proxy_only_when_told():
+    from rag_core.config import Settings
+    from ui import state
+
+    direct, proxied = Settings(mode="demo"), Settings(mode="demo", demo_trust_proxy=True)
+    assert state.visitor_address(direct, _Context("203.0.113.7", ["6.6.6.6"])) == "203.0.113.7"
+    assert state.visitor_address(direct, _Context(None, ["198.51.100.2"])) is None  # a local proxy, not trusted
+    assert state.visitor_address(proxied, _Context(None, ["6.6.6.6, 198.51.100.2"])) == "198.51.100.2"
+    assert state.visitor_address(proxied, _Context(None, ["6.6.6.6", "198.51.100.2"])) == "198.51.100.2"
+    assert state.visitor_address(proxied, _Context("2001:db8::5", [])) == "2001:db8::/64"
+
+
+def test_new_sessions_share_their_networks_document_limit(demo):
+    """Each AppTest is a new browser session from the same (here: unknown) address: a new session gets no new room."""
+    from ui import state as ui_state
+
+    _close_hub(ui_state)  # restart the demo server with a per-address limit of one document
+    demo.mp.setenv("DOCCHAT_DEMO_MAX_FILES_PER_CLIENT", "1")
+    try:
+        ivy = new_app("pages/library.py")
+        ivy.get("file_uploader")[0].set_value([("ivy.txt", b"Ivy's note about tulips in Leiden.", "text/plain")]).run()
+        wait_for_jobs(ivy, demo.queue)
+        assert len(_own_docs(demo, ivy)) == 1
+        jack = new_app("pages/library.py")
+        jobs = list(jack.session_state.get("upload_jobs", []))
+        jack.get("file_uploader")[0].set_value([("jack.txt", b"Jack's note about ferries.", "text/plain")]).run()
+        assert not jack.exception and not jack.error
+        assert any("from your network, the most it allows for one network; delete a document or try again later"
+                   in plain(w) for w in texts(jack.warning))
+        assert list(jack.session_state.get("upload_jobs", [])) == jobs and _own_docs(demo, jack) == []
+        assert "Your demo space: 0 of 2 documents, 0.0 MB of 50 MB used; your network: 1 of 1 document" in _page(jack)
+    finally:
+        _close_hub(ui_state)
+        demo.mp.delenv("DOCCHAT_DEMO_MAX_FILES_PER_CLIENT", raising=False)

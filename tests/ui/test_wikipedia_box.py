@@ -90,3 +90,42 @@ def test_check_for_updates_shows_the_buckets(app, wiki):
     [report] = [s for s in at.status if s.label.startswith("Checked")]
     assert report.label == "Checked 1 Wikipedia article for updates"
     assert "**Up to date:** 1" in " ".join(texts(report.markdown))
+
+
+def _search(words: str = "Python programming"):
+    at = new_app("pages/library.py")
+    at.text_input(key="wiki_words").set_value(words)
+    button(at, "Search").click().run()
+    return at
+
+
+def _page_text(at) -> str:
+    return " ".join(plain(t) for t in texts(at.markdown) + texts(at.error) + texts(at.caption) + texts(at.exception))
+
+
+def test_deeply_nested_json_is_one_sentence_in_the_box(app, wiki):
+    """Hostile JSON (100,000 levels deep) used to raise a RecursionError traceback onto the page."""
+    wiki.respond({"list": "search"}, b"[" * 100_000 + b"]" * 100_000, times=None)
+    at = _search()
+    assert not at.exception
+    [error] = [plain(e) for e in texts(at.error)]
+    assert error == ("Wikipedia sent an answer DocChat could not read (it is nested more than 64 levels deep). "
+                     "Try again; nothing was changed.")
+    assert "Traceback" not in _page_text(at) and "wiki_hits" not in at.session_state
+
+
+def test_an_unexpected_failure_is_one_generic_sentence_and_logged(app, wiki, monkeypatch, caplog):
+    """Every Wikipedia failure is translated in rag_core, so the box's last line of defence has no real trigger
+    left: a RecursionError is injected where the workspace calls the search."""
+    from rag_core import wikipedia
+    from ui.wikipedia import UNEXPECTED
+
+    def overflow(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded while decoding a JSON array from a unicode string")
+
+    monkeypatch.setattr(wikipedia, "search", overflow)
+    at = _search()
+    assert not at.exception
+    assert [plain(e) for e in texts(at.error)] == [UNEXPECTED]
+    assert "RecursionError" not in _page_text(at)
+    assert "RecursionError: maximum recursion depth" in caplog.text  # the traceback went to the log

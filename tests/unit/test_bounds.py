@@ -16,9 +16,17 @@ from hypothesis import strategies as st
 
 import rag_core.chunking as chunking
 import rag_core.loaders as loaders
-from rag_core.chunking import MAX_PASSAGES, chunk_document
+from rag_core.budget import Deadline
+from rag_core.chunking import MAX_PASSAGES, chunk_document, estimate
 from rag_core.config import Settings
-from rag_core.errors import DocChatError, FileTooLarge, NotARegularFile, TooManyPassages
+from rag_core.errors import (
+    DocChatError,
+    FileTooLarge,
+    IngestTimedOut,
+    NotARegularFile,
+    SettingsError,
+    TooManyPassages,
+)
 from rag_core.loaders import load_bytes, load_file, read_file
 
 SETTINGS = Settings()
@@ -120,6 +128,125 @@ def test_markdown_heading_patterns_are_linear():
         t = time.perf_counter()
         load_bytes(line, "h.md", SETTINGS)
         assert time.perf_counter() - t < 1
+
+
+class _Counting:
+    """The real tokenizer, counting how many characters it was given."""
+
+    def __init__(self, tok) -> None:
+        self.tok, self.chars = tok, 0
+
+    def count_tokens(self, texts):
+        self.chars += sum(map(len, texts))
+        return self.tok.count_tokens(texts)
+
+    def token_offsets(self, text):
+        self.chars += len(text)
+        return self.tok.token_offsets(text)
+
+
+@pytest.mark.timeout(60)
+def test_too_many_passages_is_judged_from_samples(embedder, monkeypatch):
+    monkeypatch.setattr(chunking, "MAX_PASSAGES", 50)
+    doc = load_bytes(b"A short sentence about one thing. " * 30_000, "huge.txt", SETTINGS)  # 1 MB
+    tok = _Counting(embedder)
+    with pytest.raises(TooManyPassages):
+        chunk_document(doc, tok, 200)
+    assert tok.chars <= chunking._SAMPLES * chunking._SAMPLE_CHARS  # 64 KB of 1 MB were tokenized
+
+
+@pytest.mark.timeout(60)
+def test_a_run_without_sentence_end_makes_full_chunks_and_is_estimated_up_front(embedder):
+    data = (b"lorem ipsum " * 45_000)[:MB // 2]  # one line, no sentence end
+    doc, chunks = _chunks(embedder, data, "lorem.txt")
+    full = -(-embedder.count_tokens([doc.text])[0] // 198)
+    assert full <= len(chunks) <= full * 1.02  # was ~20% more: a short leftover at every 1,980-character window
+    assert abs(estimate(doc, embedder, 200).passages - len(chunks)) <= 0.03 * len(chunks)
+    _assert_within_window(embedder, doc, chunks)
+    assert "".join(c.text for c in chunks).replace(" ", "") == doc.text.replace(" ", "")  # nothing lost or doubled
+
+
+class _Clock:
+    """time.monotonic that remembers when it was read: the deadline's checks."""
+
+    def __init__(self) -> None:
+        self.reads: list[float] = []
+
+    def __call__(self) -> float:
+        self.reads.append(time.perf_counter())
+        return self.reads[-1]
+
+    def longest_gap(self) -> float:
+        return max(b - a for a, b in zip(self.reads, self.reads[1:], strict=False))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name, data", [
+    ("sentences.txt", b"Ab. " * 150_000),  # one 600 KB line of 150,000 sentences: more than two windows
+    ("lines.txt", b"Ab.\n" * 120_000),
+    ("paragraphs.txt", b"a\n\n" * 150_000),
+    ("xs.txt", b"x" * MB),
+    ("headings.md", b"".join(b"# H%d\n" % i for i in range(20_000))),
+])
+def test_no_step_between_two_deadline_checks_is_long(embedder, name, data):
+    clock = _Clock()
+    deadline = Deadline(3600, name, clock=clock)
+    t = time.perf_counter()
+    doc = load_bytes(data, name, SETTINGS, deadline)
+    chunk_document(doc, embedder, 200, deadline=deadline)
+    assert len(clock.reads) > 5
+    took = time.perf_counter() - t
+    print(f"{name}: {len(clock.reads)} checks in {took:.1f} s, longest gap {clock.longest_gap():.2f} s")
+    assert clock.longest_gap() < 2.5, f"{name}: {clock.longest_gap():.1f} s without a check (in {took:.1f} s)"
+
+
+@pytest.mark.timeout(60)
+def test_chunking_stops_at_the_deadline(embedder):
+    now = [0.0]
+    doc = load_bytes(b"Ab. " * 200_000, "late.txt", SETTINGS)
+
+    def clock() -> float:
+        now[0] += 0.1  # every step between two checks "takes" 100 ms
+        return now[0]
+
+    deadline = Deadline(0.5, "late.txt", clock=clock)
+    with pytest.raises(IngestTimedOut) as e:
+        chunk_document(doc, embedder, 200, deadline=deadline)
+    _one_sentence_about(e.value, "late.txt")
+    assert "took longer than 0.5 seconds" in str(e.value)
+
+
+def test_deadline_and_its_messages():
+    now = [100.0]
+    d = Deadline(300, "report.pdf", clock=lambda: now[0])
+    seen = []
+    watch = d.watch(lambda *a: seen.append(a))
+    watch("embedding", 1, 2)
+    d.check()
+    assert d.left() == 300 and not d.expired() and seen == [("embedding", 1, 2)]
+    d.refuse_if_longer(299)
+    with pytest.raises(IngestTimedOut, match="would take longer than 5 minutes") as e:
+        d.refuse_if_longer(301)
+    assert e.value.projected and e.value.limit_s == 300
+    now[0] = 400.0
+    assert d.expired() and d.left() == 0
+    with pytest.raises(IngestTimedOut) as e:
+        watch("saving", 1, 2)
+    assert seen == [("embedding", 1, 2)]  # not passed on once stopped
+    assert str(e.value) == ("“report.pdf”: indexing it took longer than 5 minutes, so it was stopped and your library "
+                            "was left as it was; split it into smaller files and add them one at a time.")
+    assert "90 seconds" in str(IngestTimedOut("a", 90)) and "1 second," in str(IngestTimedOut("a", 1))
+    assert Deadline.never().left() == float("inf")
+    child = Deadline(300, "x", left=5)  # the part of a budget a child process still has
+    assert child.left() <= 5 and "5 minutes" in str(IngestTimedOut(child.file_name, child.seconds))
+
+
+@pytest.mark.parametrize("field, bad", [("ingest_timeout_s", 0), ("ingest_timeout_s", 10**6), ("ingest_workers", 0),
+                                        ("ingest_workers", 100)])
+def test_budget_settings_are_bounded(field, bad):
+    with pytest.raises(SettingsError):
+        Settings(**{field: bad})
+    assert Settings().ingest_timeout_s == 300 and Settings().ingest_workers == 2
 
 
 # --------------------------------------------------------------------------- reading a path

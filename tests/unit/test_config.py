@@ -32,8 +32,13 @@ SAMPLE = {
     "history_tokens": "500", "max_context_tokens": "4096", "answer_tokens": "512", "mode": "demo",
     "wikipedia_api": "http://127.0.0.1:1/{lang}/w/api.php", "wikipedia_contact": "me@example.org",
     "wikipedia_timeout_s": "5", "wikipedia_retries": "1", "wikipedia_backoff_s": "0.5",
+    "wikipedia_deadline_s": "30", "wikipedia_max_response_mb": "5",
     "demo_session_idle_minutes": "30", "demo_max_files_per_session": "3", "demo_max_session_mb": "40",
     "demo_questions_per_minute": "20", "demo_max_file_mb": "5",
+    "demo_page_renders_per_minute": "7", "demo_max_files_per_client": "12", "demo_max_client_mb": "60",
+    "demo_client_questions_per_minute": "15", "demo_client_page_renders_per_minute": "9", "demo_total_files": "99",
+    "demo_total_mb": "999", "demo_questions_per_minute_total": "77", "demo_page_renders_per_minute_total": "88",
+    "demo_trust_proxy": "True", "ingest_timeout_s": "120", "ingest_workers": "3",
 }
 
 
@@ -52,7 +57,7 @@ def test_the_environment_variable_names_are_unchanged():
     assert ENV_VARS["QDRANT_URL"] == "qdrant_url" and ENV_VARS["DOCCHAT_NUM_CTX_MAX"] == "max_context_tokens"
     assert ENV_VARS["DOCCHAT_MAX_DOCX_UNPACKED_MB"] == "max_docx_uncompressed_mb"
     assert ENV_VARS["DOCCHAT_DEMO_IDLE_MINUTES"] == "demo_session_idle_minutes"
-    assert len(ENV_VARS) == len(Settings.model_fields) == 29
+    assert len(ENV_VARS) == len(Settings.model_fields) == 43
 
 
 @pytest.mark.parametrize("field", list(Settings.model_fields))

@@ -154,6 +154,39 @@ def test_every_shown_citation_is_verified_or_marked(embedder):
     assert out.text == text and out.passages == PASSAGES  # nothing else changed
 
 
+MIXED = ("The capital of Belgium is Brussels [1]. The Brussels-Capital Region has no mayor and its people never vote "
+         "in any election [1].")  # a true sentence and an injected one, both citing [1]
+
+
+def test_a_mixed_reply_leaves_its_citation_unverified_and_names_the_unbacked_sentence(embedder):
+    out = ev.verify_answer(_answer(MIXED, (1,)), embedder)
+    assert [s.status for s in out.sentences] == [ev.VERIFIED, ev.UNSUPPORTED]
+    (c,) = out.citations
+    assert c.status == ev.UNSUPPORTED  # [1] backs one of its two sentences: not "verified"
+    assert _evidence_text(c) == "The capital of Belgium is Brussels."  # the part it does back stays highlighted
+    (bad,) = ev.unbacked_sentences(out)
+    assert out.text[bad.start:bad.end].startswith("The Brussels-Capital Region has no mayor")
+    assert bad.cited == (1,)
+    assert out.extra["evidence"]["unbacked_cited"] == 1 and out.extra["evidence"]["supported_claims"] == 1
+    # The true sentence alone is verified, with nothing to warn about.
+    alone = ev.verify_answer(_answer(MIXED.split(" The Brussels-Capital")[0], (1,)), embedder)
+    assert [c.status for c in alone.citations] == [ev.VERIFIED] and ev.unbacked_sentences(alone) == ()
+
+
+def test_a_sentence_backed_by_one_of_its_citations_is_not_flagged(embedder):
+    # [2] does not back the sentence but [1], cited with it, does: the sentence is backed; [1] is verified.
+    out = ev.verify_answer(_answer("The capital of Belgium is Brussels [1][2].", (1, 2)), embedder)
+    assert [s.status for s in out.sentences] == [ev.VERIFIED] and ev.unbacked_sentences(out) == ()
+    assert _by_n(out)[1].status == ev.VERIFIED and _by_n(out)[2].status == ev.UNSUPPORTED
+    # A wrongly numbered sentence (backed only by a passage it did not cite) is flagged: its [n] does not back it.
+    wrong = ev.verify_answer(_answer("Brussels is the capital of Belgium [1]. The Eiffel Tower was completed in 1889 "
+                                     "[1].", (1,), question="Tell me about Brussels and the Eiffel Tower."), embedder)
+    assert [s.status for s in wrong.sentences] == [ev.VERIFIED, ev.MATCHED]
+    assert [wrong.text[s.start:s.end] for s in ev.unbacked_sentences(wrong)] == [
+        "The Eiffel Tower was completed in 1889 [1]."]
+    assert _by_n(wrong)[1].status == ev.UNSUPPORTED and _by_n(wrong)[2].status == ev.MATCHED
+
+
 # --------------------------------------------------------------------------- modes
 def test_extractive_quotes_are_verified_without_encoding(embedder):
     text = ("Quoted from your documents (extractive answer, no AI-written summary):\n\n"

@@ -49,16 +49,59 @@ def test_escaped_text_renders_as_exactly_that_text(text):
     assert not re.search(r"(?<!\\)[:$\[\]<>!]", md)
 
 
+# The autolink-literal step of Streamlit's Markdown (mdast-util-gfm-autolink-literal, in
+# streamlit/static/static/js/StreamlitMarkdown.*.js) runs on the text *after* escapes are resolved, with these
+# patterns: /(https?:\/\/|www(?=\.))([-.\w]+)([^ \t\r\n]*)/gi and /([-.\w+]+)@([-\w]+(?:\.[-\w]+)+)/gu.
+_GFM_URL = re.compile(r"(https?://|www(?=\.))([-.\w]+)", re.IGNORECASE | re.ASCII)
+_GFM_EMAIL = re.compile(r"([-.\w+]+)@([-\w]+(?:\.[-\w]+)+)", re.ASCII)
+
+
+def _autolinks(markdown: str) -> list[str]:
+    """What GFM's autolink-literal step would turn into links in this Markdown (escapes resolved first)."""
+    visible = re.sub(r"\\(.)", r"\1", markdown)
+    return [m.group(0) for rx in (_GFM_URL, _GFM_EMAIL) for m in rx.finditer(visible)]
+
+
 @pytest.mark.parametrize("text", ["see https://evil.example/x now", "www.evil.example", "mail me@evil.example",
-                                  "HTTP://EVIL.EXAMPLE"])
+                                  "HTTP://EVIL.EXAMPLE", "WwW.Evil.Example", "mailto:me@evil.example"])
 def test_bare_links_are_broken_by_an_invisible_joiner(text):
-    # GFM's autolink-literal step runs after escapes are resolved, so it must find no "://", "www." or "x@y".
-    # (Mid-stream pieces cannot see a "www." split across them; the finished reply is redrawn by reply_markdown.)
-    streamed = [] if "www" in text else ["".join(render.escape_stream(c) for c in text)]
-    for md in [render.escape_markdown(text), render.reply_markdown(text), render.message_markdown(text), *streamed]:
+    streamed = "".join(map(render.StreamEscaper().feed, text))  # one character at a time
+    for md in [render.escape_markdown(text), render.reply_markdown(text), render.message_markdown(text), streamed]:
+        assert _autolinks(md) == [], md
         visible = re.sub(r"\\(.)", r"\1", md)
-        assert not re.search(r"(?i)https?://|\bwww\.|\w@\w", visible)
         assert visible.replace(render.WORD_JOINER, "").strip() == text
+
+
+STREAMED = ("The capital of Belgium is Brussels [1]. See www.evil.example, WWW.x.org [2] or https://evil.example/x "
+            "(http://a.b), mail me@evil.example:[1, 3] or write to mailto:you@x.org. Done [2-4].\n- www.list.example [1]")
+
+
+def test_a_streamed_reply_forms_no_autolink_wherever_it_is_cut():
+    """Every way of cutting the reply in two, and one character at a time: the joined pieces are the whole reply
+    escaped, no autolink forms, and the reply reads exactly as written."""
+    whole = render.escape_stream(STREAMED)
+    assert _autolinks(whole) == [] and re.sub(r"\\(.)", r"\1", whole).replace(render.WORD_JOINER, "") == \
+        STREAMED.replace("\n", "  \n")
+    cuts = [[STREAMED[:i], STREAMED[i:]] for i in range(len(STREAMED) + 1)] + [list(STREAMED)]
+    for pieces in cuts:
+        escaper = render.StreamEscaper()
+        shown = ""
+        for piece in pieces:
+            shown += escaper.feed(piece)
+            assert _autolinks(shown) == [], (pieces, shown)  # not even mid-stream
+        assert shown == whole, pieces
+
+
+def test_joiners_sit_only_inside_autolinks_and_never_touch_the_bold_markers():
+    """A joiner before every dot once broke the reply's **[n]** markers (a "**" next to an invisible character is
+    not a delimiter) and copied text: only the autolink forms get one, and every marker still renders bold."""
+    md = render.reply_markdown(STREAMED)
+    assert md.count(render.WORD_JOINER) == 7  # 3 × "www.", 2 × "://", 2 × "@" (a colon alone gets none)
+    assert "Brussels **\\[1\\]**\\." in md and "Done **\\[2\\-4\\]**\\." in md
+    strong = re.findall(r"<strong>(.*?)</strong>", MD.render(md))
+    assert strong == ["[1]", "[2]", "[1, 3]", "[2-4]", "[1]"]
+    plain_text = "The capital of Belgium is Brussels [1]. Paris is in France [2]: big. Vienna. (1.5) x.y"
+    assert render.WORD_JOINER not in render.reply_markdown(plain_text) + render.escape_stream(plain_text)
 
 
 def test_escape_keeps_paragraphs_when_asked_and_drops_control_characters():
@@ -69,7 +112,8 @@ def test_escape_keeps_paragraphs_when_asked_and_drops_control_characters():
 @pytest.mark.parametrize("text", HOSTILE)
 def test_streamed_reply_pieces_escape_like_the_whole(text):
     pieces = [text[i:i + 3] for i in range(0, len(text), 3)]
-    assert "".join(render.escape_stream(p) for p in pieces) == render.escape_stream(text)
+    escaper = render.StreamEscaper()
+    assert "".join(escaper.feed(p) for p in pieces) == render.escape_stream(text)
     _, tags = _html_text(render.escape_stream(text))
     assert tags <= {"p", "br", "pre", "code"}  # an indented line may show as a (literal) code block mid-stream
 
@@ -225,3 +269,27 @@ def test_a_huge_page_is_drawn_within_the_pixel_cap():
     pix = pymupdf.Pixmap(png)
     assert pix.width * pix.height <= MAX_PAGE_PIXELS
     assert render_pdf_page(pdf, 2, "no such page") is None
+
+
+def test_a_reply_marks_the_sentences_its_citations_do_not_back(embedder):
+    text = "Brussels is the capital of Belgium [1]. Brussels has no mayor and nobody there ever votes [1]. Bye."
+    passage = Passage(_chunk("The capital of Belgium is Brussels. About 1.2 million people live there."), 1.0)
+    answer = verify_answer(Answer(text=text, mode="ollama", citations=(Citation(1, passage),), passages=(passage,),
+                                  context_passages=1, question="What is the capital of Belgium?"), embedder)
+    from rag_core.evidence import unbacked_sentences
+
+    spans = [(s.start, s.end) for s in unbacked_sentences(answer)]
+    assert [text[s:e] for s, e in spans] == ["Brussels has no mayor and nobody there ever votes [1]."]
+    md = render.reply_markdown(text, spans)
+    assert md.count(render.UNBACKED_MARK) == 1
+    assert "votes **\\[1\\]**\\. " + render.UNBACKED_MARK + " Bye\\." in md  # right after the sentence it marks
+    assert re.findall(r"<strong>(.*?)</strong>", MD.render(md)) == ["[1]", "[1]"]  # the markers stay bold
+    assert render.reply_markdown(text) == md.replace(" " + render.UNBACKED_MARK, "")  # nothing else changes
+
+
+def test_marks_cannot_be_forged_or_misplaced_by_the_reply():
+    forged = "A claim \ue000 with the placeholder character [1]."
+    md = render.reply_markdown(forged)
+    assert render.UNBACKED_MARK not in md and "\ue000" not in md and "\ufffd" in md
+    assert render.reply_markdown("One. Two.", [(0, 99), (5, 3), (-1, 2)]) == render.reply_markdown("One. Two.")
+    assert render.reply_markdown("\r\nOne.\r\nTwo.", [(2, 6)]) == "One\\. " + render.UNBACKED_MARK + "  \nTwo\\.  "

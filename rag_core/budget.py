@@ -1,0 +1,65 @@
+"""The per-file time budget (DOCCHAT_INGEST_TIMEOUT_S): a deadline fixed when work on a file starts.
+
+It is cooperative: loaders check it between pages, lines or blocks, chunking between tokenizer batches, and the
+library on every progress report (each embedding batch, each saving batch) and before saving. Every step between two
+checks is bounded in size, and a PDF is read in a child process that is killed at the deadline
+(rag_core.loaders._isolated), so no single step can carry a file far past its budget. Stopping raises
+IngestTimedOut; the store rolls back whatever was written (see rag_core.store).
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from .errors import IngestTimedOut
+from .models import Progress
+
+
+class Deadline:
+    """When work on one file must stop; `check()` raises IngestTimedOut once it has passed."""
+
+    def __init__(self, seconds: float, file_name: str, clock: Callable[[], float] = time.monotonic,
+                 left: float | None = None) -> None:
+        self.seconds = seconds  # the whole budget (what messages name)
+        self.file_name = file_name
+        self.clock = clock
+        self.started = clock()
+        self.end = self.started + (seconds if left is None else left)  # `left`: the part of it still to run
+
+    @classmethod
+    def never(cls, file_name: str = "") -> Deadline:
+        """A deadline that never passes (callers that have no budget)."""
+        return cls(math.inf, file_name)
+
+    def left(self) -> float:
+        """Seconds until the deadline (0 once passed)."""
+        return max(0.0, self.end - self.clock())
+
+    def elapsed(self) -> float:
+        """Seconds since the work started."""
+        return self.clock() - self.started
+
+    def expired(self) -> bool:
+        """True once the deadline has passed."""
+        return self.clock() >= self.end
+
+    def check(self) -> None:
+        """Raise IngestTimedOut when the deadline has passed."""
+        if self.clock() >= self.end:
+            raise IngestTimedOut(self.file_name, self.seconds)
+
+    def refuse_if_longer(self, seconds_needed: float) -> None:
+        """Raise IngestTimedOut (projected) now when `seconds_needed` more work cannot finish before the deadline."""
+        if seconds_needed > self.left():
+            raise IngestTimedOut(self.file_name, self.seconds, projected=True)
+
+    def watch(self, progress: Progress | None = None) -> Progress:
+        """A progress callback that checks the deadline on every report, then passes it on to `progress`."""
+
+        def report(stage: str, done: int, total: int) -> None:
+            self.check()
+            if progress is not None:
+                progress(stage, done, total)
+
+        return report

@@ -1,0 +1,80 @@
+"""What one server process shares between browser sessions (`Runtime`), and how a session's settings are made.
+
+The Streamlit glue keeps one `Runtime` in `st.cache_resource`; each browser session asks it for its `Workspace`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .config import Settings
+from .conversations import SessionConversations
+from .jobs import IngestQueue
+from .workspace import OVERRIDABLE, SERVER_ONLY, DemoWorkspace, LocalWorkspace, Workspace
+
+if TYPE_CHECKING:
+    from .embeddings import Embedder
+    from .library import Library
+    from .sessions import DemoHub
+
+
+def session_settings(base: Settings, overrides: Mapping[str, Any]) -> Settings:
+    """Settings for one browser session: `base` plus what the person changed on the Settings page.
+
+    In the hosted demo a visitor's Ollama host and model are ignored: the server never calls a host a visitor chose.
+    """
+    allowed = [k for k in OVERRIDABLE if not (base.mode == "demo" and k in SERVER_ONLY)]
+    changes = {k: v for k, v in overrides.items() if k in allowed and v is not None}
+    return base.with_overrides(**changes) if changes else base
+
+
+def runtime_key(settings: Settings) -> tuple:
+    """What identifies a runtime: where the library is stored, how it is embedded, and the mode."""
+    return (str(settings.data_dir.resolve()), settings.qdrant_url, settings.collection, settings.embedding_model,
+            settings.mode)
+
+
+class Runtime:
+    """What one server process shares between browser sessions: the library, the ingest queue and (demo) the hub."""
+
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, load_samples: bool = True) -> None:
+        from .library import Library
+
+        self.settings = settings
+        self.library: Library = Library(settings, embedder=embedder)
+        self.queue = IngestQueue(self.library)
+        self.hub: DemoHub | None = None
+        self.demo_conversations = SessionConversations()  # the demo's, per browser session
+        if settings.mode == "demo":
+            from .sessions import DemoHub
+
+            self.hub = DemoHub(self.library, settings)
+            if load_samples:
+                self.hub.load_samples()
+            self.hub.start_janitor()
+
+    def new_session_key(self) -> str:
+        """A fresh, unguessable id for one browser session (the demo keys its private library by it)."""
+        from .sessions import new_session_id
+
+        return new_session_id()
+
+    def workspace(self, session_key: str, overrides: Mapping[str, Any] | None = None,
+                  base: Settings | None = None, client: str | None = None) -> Workspace:
+        """The workspace of one browser session (its id from `new_session_key`), with its Settings-page changes on
+        top of `base` (the settings as read now; default: those the runtime started with). `client` is the
+        visitor's address from `quotas.client_address` (the demo's per-address limits; None: the "unknown" bucket)."""
+        if self.hub is not None:
+            session = self.hub.session(session_key, client)
+            self.demo_conversations.keep_only(self.hub.active_sessions())
+            return DemoWorkspace(session, self.queue, self.demo_conversations.for_session(session_key))
+        return LocalWorkspace(self.library, self.queue, session_settings(base or self.settings, overrides or {}))
+
+    def close(self) -> None:
+        """Stop background threads and release the library."""
+        if self.hub is not None:
+            self.hub.stop_janitor()
+        self.queue.close()
+        self.library.close()
+
+
