@@ -93,8 +93,8 @@ def _how_to_start(status: OllamaStatus) -> None:
                     f"3. Download a model with the **Download** button that then appears (for example "
                     f"{render.escape_markdown(base.ollama_model)}).")
         st.caption("Until then, DocChat answers by quoting your documents.")
-    show_details(" ".join(filter(None, [status.details, "From a terminal: `ollama serve` starts Ollama, and "
-                                        f"`ollama pull {base.ollama_model}` downloads a model."])))
+    show_details(" ".join(filter(None, [status.details, "To download a model from a terminal: "
+                                        f"`ollama pull {base.ollama_model}`."])))
 
 
 def _model_choice(status: OllamaStatus, model: str) -> None:
@@ -104,7 +104,9 @@ def _model_choice(status: OllamaStatus, model: str) -> None:
                icon=":material/check_circle:")
     chosen = status.installed_name(model) or model
     models = list(status.models) + ([] if chosen in status.models else [chosen])
-    st.selectbox("Model", models, index=models.index(chosen), key="set_model", on_change=_set_model,
+    if st.session_state.get("set_model") != chosen:  # first visit, just downloaded, or restored: show the choice
+        st.session_state["set_model"] = chosen  # (set through the state, so the browser's selector follows too)
+    st.selectbox("Model", models, key="set_model", on_change=_set_model,
                  format_func=lambda m: m if m in status.models else f"{m} (not installed yet)")
     if chosen not in status.models:
         show_message(f"The model “{model}” is not installed yet. Download it below, or pick an installed model.",

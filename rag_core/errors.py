@@ -140,8 +140,10 @@ class EmbeddingModelMismatch(DocChatError):
 class LibraryBusy(DocChatError):
     def __init__(self, path: str) -> None:
         super().__init__(
-            "The document library is in use by another DocChat process (for example the running app). "
-            "Stop that process, use a different --data-dir, or run Qdrant as a server and set QDRANT_URL.", path=path
+            "The document library is in use by another DocChat process (for example DocChat already running in "
+            "another window): close that one, then try again.", path=path,
+            details="Only one DocChat at a time can open a library folder. To run two, start the second one with a "
+                    "different --data-dir (DOCCHAT_DATA_DIR), or run Qdrant as a server and set QDRANT_URL.",
         )
 
 
@@ -229,10 +231,13 @@ class WikipediaError(DocChatError):
 
     fields: tuple[str, ...] = ()
     template = "Something went wrong while talking to Wikipedia. Try again."
+    details_template = ""  # the technical part (setting names), shown under "Details"
 
     def __init__(self, *values: object) -> None:
-        details = dict(zip(self.fields, values))
-        super().__init__(self.template.format(**details), **details)
+        values_by_field = dict(zip(self.fields, values))
+        super().__init__(self.template.format(**values_by_field), **values_by_field)
+        if self.details_template:
+            self.details = self.details_template.format(**values_by_field)
 
 
 class OllamaRefused(OllamaUnavailable):
@@ -326,13 +331,15 @@ class WikipediaTooSlow(WikipediaError):
 
     fields = ("limit_s",)
     template = ("Wikipedia took longer than the {limit_s:g} s limit to answer, so DocChat stopped waiting and changed "
-                "nothing; try again in a minute, or raise DOCCHAT_WIKIPEDIA_DEADLINE.")
+                "nothing; try again in a minute.")
+    details_template = "The limit is the setting DOCCHAT_WIKIPEDIA_DEADLINE ({limit_s:g} s)."
 
 
 class WikipediaResponseTooLarge(WikipediaError):
     fields = ("limit_mb",)
     template = ("Wikipedia sent an answer larger than the {limit_mb} MB limit, so DocChat stopped reading it and "
-                "changed nothing; try another article, or raise DOCCHAT_WIKIPEDIA_MAX_RESPONSE_MB.")
+                "changed nothing; try another article.")
+    details_template = "The limit is the setting DOCCHAT_WIKIPEDIA_MAX_RESPONSE_MB ({limit_mb} MB)."
 
 
 class WikipediaAPIError(WikipediaError):

@@ -6,10 +6,11 @@ says.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import streamlit as st
 
+from rag_core import render
 from rag_core.config import Settings, load_settings
 from rag_core.errors import DocChatError, SettingsError
 from rag_core.quotas import client_address
@@ -31,6 +32,9 @@ UPLOAD_JOBS = "upload_jobs"  # list of ingest job ids submitted by this session
 SESSION_KEY = "session_key"  # this browser session's id (the hosted demo keys its private library by it)
 CHOICES_LOADED = "saved_choices_loaded"  # True once this session has taken the saved Settings-page choices
 NOTICES = "page_notices"  # list of (kind, sentence) shown on the Library page until dismissed or replaced
+
+STARTUP_FAILED = ("DocChat could not open your document library. Restart DocChat; if this keeps happening, the "
+                  "reason is in the window or log where DocChat runs.")
 
 DEFAULT_PREFS: dict[str, Any] = {"use_llm": True, "scope_default": "all"}
 
@@ -131,9 +135,19 @@ def runtime() -> Runtime:
     try:
         return _runtime(runtime_key(settings), settings)
     except DocChatError as e:
-        st.error(str(e), icon=":material/error:")
-        st.stop()
-        raise  # unreachable: st.stop() ends the run
+        _stop_with(str(e), e.details)
+    except Exception:  # noqa: BLE001 - logged with its traceback; the page says one sentence
+        log.exception("Could not open the document library")
+        _stop_with(STARTUP_FAILED)
+
+
+def _stop_with(sentence: str, details: str = "") -> NoReturn:
+    """End this page run with one sentence (and its technical part folded away under "Details")."""
+    st.error(render.message_markdown(sentence), icon=":material/error:")
+    if details:
+        with st.expander("Details", icon=":material/build:"):
+            st.caption(render.message_markdown(details))
+    st.stop()
 
 
 def reset_runtime() -> None:

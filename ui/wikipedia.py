@@ -14,7 +14,7 @@ from rag_core.jobs import JobView
 from rag_core.wikipedia import RefreshReport, WikiImportResult
 from rag_core.workspace import Workspace
 from ui import state
-from ui.sources import show_message
+from ui.sources import show_details, show_message
 
 LANGUAGES = {"en": "English", "de": "Deutsch", "fr": "Français", "es": "Español", "it": "Italiano",
              "nl": "Nederlands", "pt": "Português", "pl": "Polski", "sv": "Svenska", "simple": "Simple English"}
@@ -47,6 +47,8 @@ def _search(ws: Workspace, words: str, lang: str) -> None:
     except DocChatError as e:
         st.session_state.pop(HITS_KEY, None)
         show_message(str(e), "error")
+        if e.details:
+            show_details(e.details)
     except Exception:  # noqa: BLE001 - never a traceback on the page; the log keeps it
         log.exception("Unexpected failure while searching Wikipedia for %r", words)
         st.session_state.pop(HITS_KEY, None)
@@ -59,6 +61,8 @@ def _check_for_updates(ws: Workspace) -> None:
         state.remember_job(ws.refresh_wikipedia())
     except DocChatError as e:
         show_message(str(e), "error")
+        if e.details:
+            show_details(e.details)
         return
     except Exception:  # noqa: BLE001 - never a traceback on the page; the log keeps it
         log.exception("Unexpected failure while queuing the Wikipedia update check")
@@ -123,6 +127,8 @@ def wiki_job_result(job: JobView, ws: Workspace) -> None:
                 else f"import **{render.escape_markdown(job.label)}**")
         with st.status(f"Could not {what}", state="error", expanded=True):
             show_message(getattr(r, "error", None) or "Something went wrong; please try again.", "error")
+            if getattr(r, "details", None):
+                show_details(r.details)
         return
     if job.kind == "refresh":
         _refresh_result(r)

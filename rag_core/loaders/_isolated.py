@@ -3,17 +3,22 @@
 PDF and Word files are parsed by native code (MuPDF, lxml) in steps DocChat cannot interrupt: one crafted PDF page
 took 10 s for a 261 KB file (and holds the GIL, freezing every other session meanwhile). In a child process such a
 step is stopped at the deadline whatever it is doing, its memory goes away with it, and two files are parsed at
-the same time without sharing MuPDF's global state. The children fork from a `forkserver` that has the loaders
-imported already (one ~1 s start per server process, then ~20 ms per file; under `streamlit run` each child also
-imports the `streamlit` launcher script, as multiprocessing does with a main script: ~0.5 s). Where there is no
-forkserver (Windows) the loader runs in this process, checking the deadline between pages.
+the same time without sharing MuPDF's global state.
+
+The child is a fresh interpreter (`python -m rag_core.loaders._isolated`, ~0.4 s to start and import the loaders)
+that reads one pickled request on stdin and writes one pickled answer on stdout. A fresh interpreter, not
+multiprocessing: multiprocessing's spawn and forkserver children re-import the caller's main script, which runs a
+user's script again when it has no `if __name__ == "__main__"` guard (and `streamlit run`'s launcher every time).
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import math
-import multiprocessing
-import multiprocessing.connection
+import os
+import pickle
+import subprocess
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -25,35 +30,28 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _GRACE_S = 1.0  # the child checks the deadline itself; it is killed if it has not answered this long after it
-_PRELOAD = ["rag_core.loaders.pdf", "rag_core.loaders.docx"]
+_HOME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the folder holding rag_core
 
 
-def _context() -> Any:
-    """The forkserver start method with the loaders preloaded, or None where there is none."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return None
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(_PRELOAD)
-    return ctx
+def _child_env() -> dict[str, str]:
+    """This process's environment, with the folder holding rag_core first on the child's import path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_HOME, env.get("PYTHONPATH", "")) if p)
+    return env
 
 
-_CTX = _context()
-
-
-def _child(conn: multiprocessing.connection.Connection, func: Callable[..., Any], args: tuple, seconds: float,
-           seconds_left: float, file_name: str) -> None:
-    """Body of the child: run the loader, send back ("ok", result) or what went wrong."""
+def _child_answer(request: bytes) -> tuple:
+    """In the child: run the requested loader, return ("ok", result) or what went wrong."""
+    module, name, args, seconds, seconds_left, file_name = pickle.loads(request)  # noqa: S301 - from our parent
     try:
-        result = func(*args, deadline=Deadline(seconds, file_name, left=seconds_left))
-        conn.send(("ok", result))
+        func = getattr(importlib.import_module(module), name)
+        return ("ok", func(*args, deadline=Deadline(seconds, file_name, left=seconds_left)))
     except DocChatError as e:
         cause = e.__cause__
-        conn.send(("error", type(e), e.message, dict(vars(e)),
-                   "".join(traceback.format_exception(cause)) if cause is not None else None))
+        return ("error", type(e), e.message, dict(vars(e)),
+                "".join(traceback.format_exception(cause)) if cause is not None else None)
     except Exception:  # noqa: BLE001 - sent to the parent, which logs it and reports it as unexpected
-        conn.send(("crash", traceback.format_exc()))
-    finally:
-        conn.close()
+        return ("crash", traceback.format_exc())
 
 
 class ChildError(Exception):
@@ -75,42 +73,42 @@ def run_isolated(func: Callable[..., T], args: tuple, deadline: Deadline, reader
     """func(*args, deadline=...) in a child process; IngestTimedOut when it has not finished by the deadline (the
     child is killed), CorruptFile when the child dies (`reader`, e.g. "PDF", names what crashed)."""
     file_name = deadline.file_name
-    if _CTX is None:
-        return func(*args, deadline=deadline)
     deadline.check()
-    receiver, sender = _CTX.Pipe(duplex=False)
     left = deadline.left()
-    child = _CTX.Process(target=_child, args=(sender, func, args, deadline.seconds, left, file_name), daemon=True,
-                         name=f"docchat-{reader.lower()}-reader")
+    request = pickle.dumps((func.__module__, func.__qualname__, args, deadline.seconds, left, file_name))
     try:
-        child.start()
+        proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=_child_env())
     except OSError:
         log.exception("Could not start a %s reader process; reading %s in this one", reader, file_name)
-        receiver.close()
-        sender.close()
         return func(*args, deadline=deadline)
-    sender.close()
-    answered = False
     try:
-        if not receiver.poll(None if left == math.inf else left + _GRACE_S):
-            log.warning("Stopping the %s reader of %s at its deadline (%g s)", reader, file_name, deadline.seconds)
-            raise IngestTimedOut(file_name, deadline.seconds)
-        try:
-            message = receiver.recv()
-        except EOFError:
-            log.warning("The %s reader of %s stopped without an answer (exit code %s)", reader, file_name,
-                        child.exitcode)
-            raise CorruptFile(file_name, f"the {reader} reader stopped while reading it") from None
-        answered = True
+        out, err = proc.communicate(request, timeout=None if left == math.inf else left + _GRACE_S)
+    except subprocess.TimeoutExpired:
+        log.warning("Stopping the %s reader of %s at its deadline (%g s)", reader, file_name, deadline.seconds)
+        raise IngestTimedOut(file_name, deadline.seconds) from None
     finally:
-        receiver.close()
-        child.join(_GRACE_S if answered else 0)
-        if child.is_alive():
-            child.kill()
-            child.join()
-        child.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    if proc.returncode != 0 or not out:
+        log.warning("The %s reader of %s stopped without an answer (exit code %s): %s", reader, file_name,
+                    proc.returncode, err.decode(errors="replace")[-2000:])
+        raise CorruptFile(file_name, f"the {reader} reader stopped while reading it")
+    message = pickle.loads(out)  # noqa: S301 - from our own child process
     if message[0] == "ok":
         return message[1]
     if message[0] == "error":
         raise _rebuild(*message[1:])
     raise RuntimeError(f"The {reader} reader failed in its child process:\n{message[1]}")
+
+
+def _main() -> None:
+    """The child process: one request on stdin, one answer on stdout."""
+    answer = _child_answer(sys.stdin.buffer.read())
+    sys.stdout.buffer.write(pickle.dumps(answer))
+    sys.stdout.buffer.flush()
+
+
+if __name__ == "__main__":
+    _main()

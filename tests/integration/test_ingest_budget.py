@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+from pathlib import Path
 
 import pymupdf
 import pytest
@@ -144,3 +145,24 @@ def test_a_pdf_page_that_takes_too_long_is_stopped_mid_page(settings):
     _one_sentence(str(e.value), "dense.pdf")
     assert took < 1 + 3  # its reader process is killed a second past the deadline, mid-page
     assert not [p for p in multiprocessing.active_children() if p.name.startswith("docchat-")]
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_by_the_pdf_reader(tmp_path):
+    """The PDF reader's child process is a fresh interpreter: a user's script is never re-imported by it."""
+    import subprocess
+    import sys
+
+    pdf = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "pdf_text_multicolumn_3-pages.pdf"
+    runs = tmp_path / "runs.txt"
+    script = tmp_path / "user_script.py"
+    script.write_text(
+        "from pathlib import Path\n"
+        f"with open({str(runs)!r}, 'a') as f:\n    f.write('run\\n')\n"
+        "from rag_core.config import Settings\nfrom rag_core.loaders import load_bytes\n"
+        f"doc = load_bytes(Path({str(pdf)!r}).read_bytes(), 'a.pdf', Settings())\n"
+        "print(doc.page_count)\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "3"
+    assert runs.read_text().splitlines() == ["run"]

@@ -199,14 +199,14 @@ def test_banner_says_extractive_and_settings_hide_the_server(demo):
     assert "extractive mode" in banner
     # One wording everywhere: what a visitor sees is a browser tab (never "session").
     assert "Changes here last until you close or reload this browser tab." in _page(dave)
-    dave.switch_page("pages/library.py").run()
-    assert "this browser tab" in _page(dave) and "session" not in _page(dave)
     labels = [w.label for w in dave.text_input] + [b.label for b in dave.button] + [s.label for s in dave.selectbox]
     assert "Ollama address" not in labels and "Download" not in labels and "Model" not in labels
     assert "Check again" not in labels
     assert "127.0.0.1:9" not in _page(dave)  # the server's host is never shown
     assert [t.label for t in dave.toggle] == []  # nothing to switch: no model in this demo
     assert dave.slider(key="set_k").value == 5  # the answer options stay
+    dave.switch_page("pages/library.py").run()
+    assert "this browser tab" in _page(dave) and "session" not in _page(dave)
 
 
 def test_remote_model_uses_the_servers_host_and_key_never_the_visitors(demo):

@@ -37,7 +37,7 @@ def _answer() -> Answer:
                   citations=(Citation(1, p1, "verified", 0, 35, 0.9, ((0, 31),)),
                              Citation(2, p2, "unsupported", None, None, 0.1, ((32, 62),))),
                   sentences=(SentenceCheck(0, 31, "verified", (1,), (1,), 0.9),), relevance=0.7,
-                  notice="One sentence is not backed <script>.", extra={"timing": 1})
+                  notice="One sentence is not backed <script>.", extra={"timing": 1, "details": "DOCCHAT_X=1"})
 
 
 def test_answer_round_trip_keeps_citations_passages_and_checks() -> None:
@@ -46,6 +46,7 @@ def test_answer_round_trip_keeps_citations_passages_and_checks() -> None:
     assert back == a  # `extra` is not compared (run-time detail), everything else is
     assert back.citations[0].answer_spans == ((0, 31),)
     assert back.citations[1].passage.chunk.heading_path == ("Early life",)
+    assert back.extra == {"details": "DOCCHAT_X=1"}  # the notice's technical part is kept, run-time detail is not
 
 
 @pytest.mark.parametrize("store_kind", ["file", "memory"])
