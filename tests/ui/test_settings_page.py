@@ -18,6 +18,7 @@ NEW = "qwen2.5:1.5b"
 def server(app):
     """The session's scripted Ollama, with the models and pull script as they were once the test ends."""
     models, pull = list(app.server.models), app.server.pull
+    app.server.models[:] = [MODEL]  # whatever earlier tests downloaded into the shared server
     yield app.server
     app.server.models[:] = models
     app.server.pull = pull
