@@ -26,8 +26,7 @@ from ui.sources import (
 
 HISTORY_TURNS = 12  # most recent messages handed to rag_core (it trims further to its token budget)
 SCOPE_ALL, SCOPE_PICK = "all", "pick"
-STOPPED = "You stopped this answer before it finished."
-INTERRUPTED = "The answer was stopped before it finished."
+STOPPED = "The answer was stopped before it finished."  # the same words as a stopped answer's notice
 LIVE = "chat_live_answer"  # session key: the reply being written (so Stop can reach it)
 CONV = "chat_conversation"  # session key: the open Conversation
 POLL_S = 0.25  # how often a reply in progress is redrawn (and a Stop click is noticed)
@@ -201,7 +200,7 @@ def _replay() -> None:
                 st.markdown(render.escape_markdown(turn["text"], keep_newlines=True))
             elif turn.get("answer") is None and turn.get("text"):  # stopped before the answer was checked
                 st.markdown(render.reply_markdown(turn["text"]))
-                show_message(STOPPED if turn.get("stopped") else INTERRUPTED, "warning")
+                show_message(STOPPED, "warning")
             else:
                 show_assistant_turn(turn.get("answer"), turn.get("error"), turn.get("id") or f"turn{i}", ws,
                                     turn.get("error_kind", "error"))

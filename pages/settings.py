@@ -165,4 +165,5 @@ if st.button("Restore defaults", icon=":material/restart_alt:", type="tertiary")
     st.session_state.pop(ui_state.PREFS, None)
     for key in ("set_host", "set_model", "set_use_llm", "set_k", "set_scope", "scope_mode"):
         st.session_state.pop(key, None)
+    ui_state.save_choices()  # the saved choices go back to the defaults too (local: data/preferences.json)
     st.rerun()

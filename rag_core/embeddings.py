@@ -5,6 +5,7 @@ import copy
 import logging
 import os
 import threading
+from collections import deque
 from pathlib import Path
 
 # Never reach for the Hugging Face hub: weights come from a local folder or package.
@@ -26,6 +27,33 @@ BATCH_SIZE = 32
 # (a library stamped with another version is re-encoded on open, see rag_core.store.Store._reencode_lexical).
 LEXICAL_VERSION = "qdrant-bm25-english-nostop-1"
 LEXICAL_LANGUAGE = "english"  # Snowball stemmer of Qdrant's Bm25 (its stop-word list is switched off)
+
+
+class FairLock:
+    """A lock handed to its waiters in arrival order (a plain Lock lets the thread that just released it take it
+    straight back, so an upload's back-to-back batches starved a waiting question for the whole upload)."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._held = False
+        self._waiters: deque[threading.Event] = deque()
+
+    def __enter__(self) -> FairLock:
+        with self._mutex:
+            if not self._held:
+                self._held = True
+                return self
+            turn = threading.Event()
+            self._waiters.append(turn)
+        turn.wait()  # the releasing thread hands the lock over directly: it stays held
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._mutex:
+            if self._waiters:
+                self._waiters.popleft().set()
+            else:
+                self._held = False
 
 
 def resolve_model_path(name: str) -> Path:
@@ -78,8 +106,9 @@ class Embedder(Embeddings):
         self._dim, self._max_seq_length = model_shape(self.path)
         self._ready = threading.Event()
         self._error: BaseException | None = None
-        # torch inference is thread-safe enough, but two big batches at once only thrash 2 cores.
-        self._lock = threading.Lock()
+        # torch inference is thread-safe enough, but two big batches at once only thrash 2 cores. Handed over in
+        # arrival order: a question waits for at most the one upload batch in progress, never the whole upload.
+        self._lock = FairLock()
         self._counter_lock = threading.Lock()
         if background:
             threading.Thread(target=self._load_logged, name="docchat-embedding-model", daemon=True).start()

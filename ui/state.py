@@ -70,7 +70,7 @@ def set_override(name: str, value: Any) -> None:
     else:
         overrides[name] = value
     st.session_state[OVERRIDES] = overrides
-    _keep_choices()
+    save_choices()
 
 
 def prefs() -> dict[str, Any]:
@@ -81,10 +81,10 @@ def prefs() -> dict[str, Any]:
 def set_pref(name: str, value: Any) -> None:
     """Remember one UI choice for this session."""
     st.session_state[PREFS] = {**st.session_state.get(PREFS, {}), name: value}
-    _keep_choices()
+    save_choices()
 
 
-def _keep_choices() -> None:
+def save_choices() -> None:
     """Save this session's Settings-page choices where the workspace keeps them (local: the data dir)."""
     choices = {**st.session_state.get(OVERRIDES, {}), **st.session_state.get(PREFS, {})}
     try:

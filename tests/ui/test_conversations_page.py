@@ -103,3 +103,14 @@ def test_settings_choices_are_saved_and_used_by_the_next_session(app):
     later = new_app("pages/settings.py")  # a reload or the next start
     assert later.slider(key="set_k").value == 7
     assert any("keeps them on this computer" in t for t in texts(later.caption))
+
+
+def test_restore_defaults_also_forgets_the_saved_choices(app):
+    at = new_app("pages/settings.py")
+    at.slider(key="set_k").set_value(9).run()
+    assert json.loads((app.data_dir / "preferences.json").read_text())["top_k"] == 9
+    button(at, "Restore defaults").click().run()
+    assert not at.exception
+    assert json.loads((app.data_dir / "preferences.json").read_text()) == {}
+    later = new_app("pages/settings.py")
+    assert later.slider(key="set_k").value == app.settings.top_k
