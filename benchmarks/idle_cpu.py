@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.e2e.e2e_helpers import MODEL, free_port, open_page, settle, wait_for_health
+from tests.e2e.e2e_helpers import MODEL, free_port, open_page, settle, stop_app, wait_for_health
 from tests.ollama_server import OllamaServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,11 +75,7 @@ def measure(browser, data_dir: Path, ollama_url: str, watcher: str | None, page_
         page.close()
         return used
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_app(proc)
 
 
 def main() -> None:

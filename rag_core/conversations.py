@@ -159,7 +159,38 @@ def _clean_title(title: str) -> str:
     return " ".join(title.split())[:MAX_TITLE] or UNTITLED
 
 
-class MemoryConversations:
+class _Renaming:
+    """What every kind of conversation store does the same way."""
+
+    def load(self, conv_id: str) -> Conversation | None:
+        raise NotImplementedError
+
+    def save(self, conv: Conversation) -> None:
+        raise NotImplementedError
+
+    def rename(self, conv_id: str, title: str) -> None:
+        """Give a conversation a new title (chosen by the person: never replaced by the first question again)."""
+        conv = self.load(conv_id)
+        if conv is not None:
+            conv.title, conv.titled_by_user = _clean_title(title), True
+            self.save(conv)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write a file so that a crash leaves either the old or the new version (OSError when the disk fails)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class MemoryConversations(_Renaming):
     """Conversations kept in memory (the hosted demo: they live and die with the browser session)."""
 
     def __init__(self) -> None:
@@ -184,20 +215,13 @@ class MemoryConversations:
         with self._lock:
             self._items[conv.id] = to_json(conv)
 
-    def rename(self, conv_id: str, title: str) -> None:
-        """Give a conversation a new title."""
-        conv = self.load(conv_id)
-        if conv is not None:
-            conv.title, conv.titled_by_user = _clean_title(title), True
-            self.save(conv)
-
     def delete(self, conv_id: str) -> None:
         """Forget a conversation."""
         with self._lock:
             self._items.pop(conv_id, None)
 
 
-class FileConversations:
+class FileConversations(_Renaming):
     """Conversations kept as JSON files in one folder (local mode): they survive reloads and restarts."""
 
     def __init__(self, folder: Path) -> None:
@@ -241,23 +265,7 @@ class FileConversations:
         path = self._path(conv.id)
         data = json.dumps(to_json(conv), ensure_ascii=False).encode("utf-8")
         with self._lock:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            try:
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
-            finally:
-                tmp.unlink(missing_ok=True)
-
-    def rename(self, conv_id: str, title: str) -> None:
-        """Give a saved conversation a new title."""
-        conv = self.load(conv_id)
-        if conv is not None:
-            conv.title, conv.titled_by_user = _clean_title(title), True
-            self.save(conv)
+            write_atomic(path, data)
 
     def delete(self, conv_id: str) -> None:
         """Delete a saved conversation."""

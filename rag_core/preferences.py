@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import Any, Protocol
 
 from .config import Settings
+from .conversations import write_atomic
 from .errors import DocChatError
 
 log = logging.getLogger(__name__)
@@ -97,13 +97,4 @@ class FilePreferences:
         """Write the choices atomically (OSError when the disk fails)."""
         data = json.dumps(clean(self.base, choices), indent=1).encode("utf-8")
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            try:
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, self.path)
-            finally:
-                tmp.unlink(missing_ok=True)
+            write_atomic(self.path, data)

@@ -53,6 +53,15 @@ def start_app(data_dir: Path, ollama_url: str, port: int | None = None,
     return proc, f"http://127.0.0.1:{port}", log
 
 
+def stop_app(proc: subprocess.Popen) -> None:
+    """Stop a started app: terminate, then kill if it has not ended within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 @contextlib.contextmanager
 def running_app(data_dir: Path, ollama_url: str, extra_env: dict | None = None):
     """Start `streamlit run app.py`, wait until healthy, yield its URL; stop it afterwards."""
@@ -61,11 +70,7 @@ def running_app(data_dir: Path, ollama_url: str, extra_env: dict | None = None):
         wait_for_health(url, proc=proc)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_app(proc)
         if os.environ.get("DOCCHAT_E2E_LOG"):
             sys.stderr.write(log.read_text(errors="replace")[-20000:])
 
