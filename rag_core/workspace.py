@@ -49,11 +49,6 @@ class Limits:
     usage_line: str | None = None  # one sentence, e.g. "Your demo space: 2 of 10 documents, …"; None = no quota
 
 
-def plural(n: int | None, word: str) -> str:
-    """"1 page", "3 pages"."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 class Workspace:
     """What a page can do, for one browser session; subclasses decide whose documents and which limits apply."""
 
