@@ -43,6 +43,7 @@ class Row(_Span):
     """The lines of a block that share a baseline, joined; `removed` marks a running header/footer."""
 
     cells: list[str] = field(default_factory=list)  # pieces separated by wide gaps (table cells)
+    spans: list[tuple[float, float]] = field(default_factory=list)  # x0, x1 of each cell
     mono: bool = False  # monospaced (code): its line breaks are kept
     removed: bool = False
 
@@ -138,17 +139,19 @@ def build_rows(lines: list[Line]) -> list[Row]:
     for g in groups:
         rtl = _is_rtl("".join(l.text for l in g))
         g.sort(key=lambda l: -l.x1 if rtl else l.x0)
-        raw_cells: list[list[str]] = []
+        raw_cells: list[tuple[list[str], list[float]]] = []  # (texts, x edges)
         prev: Line | None = None
         for line in g:
             size = max(line.size, 1.0)
             gap = 0.0 if prev is None else ((prev.x0 - line.x1) if rtl else (line.x0 - prev.x1))
             if prev is None or gap >= _CELL_GAP * size:
-                raw_cells.append([line.text])
+                raw_cells.append(([line.text], [line.x0, line.x1]))
             else:
-                raw_cells[-1].append((" " if gap > 0.1 * size else "") + line.text)
+                raw_cells[-1][0].append((" " if gap > 0.1 * size else "") + line.text)
+                raw_cells[-1][1].extend((line.x0, line.x1))
             prev = line
-        cells = [c for c in (clean_line("".join(parts)) for parts in raw_cells) if c]
+        pieces = [(clean_line("".join(parts)), (min(xs), max(xs))) for parts, xs in raw_cells]
+        cells = [c for c, _ in pieces if c]
         if not cells:
             continue
         sizes: Counter[float] = Counter()
@@ -156,7 +159,8 @@ def build_rows(lines: list[Line]) -> list[Row]:
             sizes[line.size] += len(line.text)
         rows.append(Row(
             min(l.x0 for l in g), min(l.y0 for l in g), max(l.x1 for l in g), max(l.y1 for l in g),
-            " ".join(cells), sizes.most_common(1)[0][0], all(l.bold for l in g), cells, all(l.mono for l in g),
+            " ".join(cells), sizes.most_common(1)[0][0], all(l.bold for l in g), cells,
+            [span for c, span in pieces if c], all(l.mono for l in g),
         ))
     return rows
 
@@ -257,17 +261,28 @@ def _line_sort(blocks: list[Block], rtl: bool) -> list[Block]:
 def page_paragraphs(page: Page, body: float, levels: dict[float, int]) -> list[tuple[str, int | None]]:
     """(paragraph text, heading level or None) in reading order; paragraphs cut by a column break rejoined."""
     out: list[tuple[str, int | None, bool]] = []  # (text, level, may run on into the next block)
-    for block in reading_order([b for b in page.blocks if b.live], page.rtl):
-        level = _font_heading_level(block, body, levels)
+    blocks = reading_order([b for b in page.blocks if b.live], page.rtl)
+    levels_of = [_font_heading_level(b, body, levels) for b in blocks]
+    tables = [level is None and _is_table(b.live) for b, level in zip(blocks, levels_of)]
+    header: Row | None = None  # the header row of the next table, taken from the end of the block before it
+    for k, block in enumerate(blocks):
+        level = levels_of[k]
         if level is not None:
             out.append((collapse_ws(" ".join(r.text for r in block.live)), level, False))
             continue
-        if _is_table(block.live):
-            out.append((_table_text(block.live), None, False))
+        if tables[k]:
+            out.append((_table_text(([header] if header else []) + block.live), None, False))
+            header = None
             continue
+        if k + 1 < len(blocks) and tables[k + 1]:
+            header = _table_header(block.live[-1], blocks[k + 1].live)
+            if header is not None:
+                if len(block.live) == 1:
+                    continue
+                block = Block(block.live[:-1])
         paragraphs = _block_paragraphs(block)
         for i, text in enumerate(paragraphs):
-            runs_on = i == len(paragraphs) - 1 and _ends_full_line(block)
+            runs_on = i == len(paragraphs) - 1 and header is None and _ends_full_line(block)
             if i == 0 and out and out[-1][2] and out[-1][0][-1] not in _PARA_END and text[:1].islower():
                 out[-1] = (join_lines(out[-1][0], text), None, runs_on)
             else:
@@ -311,6 +326,36 @@ def _is_table(rows: list[Row]) -> bool:
     """Rows made of several widely spaced cells, in at least half of a block of 2+ rows."""
     multi = sum(1 for r in rows if len(r.cells) >= 2)
     return len(rows) >= 2 and multi >= 2 and multi >= 0.5 * len(rows)
+
+
+def _table_header(row: Row, table: list[Row]) -> Row | None:
+    """`row` when it is the header of the table right below it: 2+ cells lined up with the table's columns.
+
+    Same cell count, each cell nearest its own column; or (header cells spanning columns) every cell
+    overlapping a column and every column overlapped by a cell. PyMuPDF often puts a table's header
+    row in one block with the caption above it.
+    """
+    size = max(row.size, 1.0)
+    if len(row.spans) < 2 or row.y1 > table[0].y0 + 0.5 * size or table[0].y0 - row.y1 > 2 * size:
+        return None
+    counts = Counter(len(r.spans) for r in table if len(r.spans) >= 2)
+    n = counts.most_common(1)[0][0]
+    body = [r for r in table if len(r.spans) == n]
+    columns = [(min(r.spans[i][0] for r in body), max(r.spans[i][1] for r in body)) for i in range(n)]
+    if len(row.spans) == n:
+        def nearest(span: tuple[float, float]) -> int:
+            mid = (span[0] + span[1]) / 2
+            return min(range(n), key=lambda j: (_distance(span, columns[j]), abs(sum(columns[j]) / 2 - mid)))
+
+        lined_up = all(nearest(s) == i and _distance(s, columns[i]) <= 2 * size for i, s in enumerate(row.spans))
+        return row if lined_up else None
+    covered = all(any(_distance(s, c) == 0 for c in columns) for s in row.spans)
+    return row if covered and all(any(_distance(s, c) == 0 for s in row.spans) for c in columns) else None
+
+
+def _distance(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """The horizontal gap between two x ranges (0 when they overlap)."""
+    return max(0.0, max(a[0], b[0]) - min(a[1], b[1]))
 
 
 def _table_text(rows: list[Row]) -> str:

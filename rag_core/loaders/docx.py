@@ -263,24 +263,43 @@ def _table_lines(tbl: etree._Element, document: docx.document.Document) -> list[
 
     A one-cell row (a table used as a frame) yields its content lines in order, nested tables as
     their own rows; a nested table inside a multi-cell row is flattened into its cell as "a, b; c, d".
+    A run of "cell | cell" lines is set off from other lines by an empty line, so each table's rows form
+    one block of text that starts with its header row.
     """
     lines: list[str] = []
+    in_rows = False  # is the last line a row of this table?
     for tr in tbl.iterchildren(_TR):
         cells = [items for items in (_cell_items(tc, document) for tc in _row_cells(tr)) if items]
-        if len(cells) == 1:
+        one_cell = len(list(_row_cells(tr, merged=True))) == 1
+        if len(cells) == 1 and (one_cell or any(isinstance(item, list) for item in cells[0])):
             for item in cells[0]:
-                lines.extend(item if isinstance(item, list) else [item])
+                if isinstance(item, list):  # a nested table: a block of its own
+                    _add_lines(lines, ["", *item, ""])
+                else:
+                    _add_lines(lines, ["", item] if in_rows else [item])
+                in_rows = False
         elif cells:
-            lines.append(" | ".join(" ".join(_flatten(item).strip() for item in items) for items in cells))
+            row = " | ".join(collapse_ws(" ".join(_flatten(item) for item in items)) for items in cells)
+            _add_lines(lines, [row] if in_rows else ["", row])
+            in_rows = True
+    while lines and not lines[-1]:
+        lines.pop()
     return lines
 
 
+def _add_lines(lines: list[str], new: list[str]) -> None:
+    """Append `new` to `lines`, skipping an empty line at the start or right after another."""
+    for line in new:
+        if line or (lines and lines[-1]):
+            lines.append(line)
+
+
 def _flatten(item: str | list[str]) -> str:
-    return item if isinstance(item, str) else "; ".join(line.replace(" | ", ", ") for line in item)
+    return item if isinstance(item, str) else "; ".join(line.replace(" | ", ", ") for line in item if line)
 
 
-def _row_cells(tr: etree._Element) -> Iterator[etree._Element]:
-    """The row's w:tc elements, skipping continuations of vertical/legacy horizontal merges."""
+def _row_cells(tr: etree._Element, merged: bool = False) -> Iterator[etree._Element]:
+    """The row's w:tc elements, skipping continuations of vertical/legacy horizontal merges unless `merged`."""
     for child in tr.iterchildren():
         if child.tag == _SDT:
             content = child.find(_SDT_CONTENT)
@@ -291,7 +310,7 @@ def _row_cells(tr: etree._Element) -> Iterator[etree._Element]:
             continue
         for tc in children:
             tc_pr = tc.find(_W + "tcPr")
-            if tc_pr is not None:
+            if tc_pr is not None and not merged:
                 v_merge = tc_pr.find(_W + "vMerge")
                 h_merge = tc_pr.find(_W + "hMerge")
                 if v_merge is not None and v_merge.get(_W + "val") != "restart":

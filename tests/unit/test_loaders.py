@@ -355,6 +355,67 @@ def test_pdf_generated_two_columns_with_full_width_title() -> None:
     assert doc.sections[0].heading_path == ("A Full Width Title Line",)
 
 
+def _table_block(text: str, first_row: str) -> list[str]:
+    """The contiguous " | " lines of `text` that contain `first_row`, checked to be set off by blank lines."""
+    lines = text.split("\n")
+    at = lines.index(first_row)
+    start = at
+    while start > 0 and " | " in lines[start - 1]:
+        start -= 1
+    end = at
+    while end + 1 < len(lines) and " | " in lines[end + 1]:
+        end += 1
+    assert start == 0 or lines[start - 1] == "", lines[start - 1]
+    assert end == len(lines) - 1 or lines[end + 1] == "", lines[end + 1]
+    return lines[start:end + 1]
+
+
+def test_pdf_table_header_row_joins_its_table_and_the_caption_stays_a_paragraph() -> None:
+    # PyMuPDF puts the caption and the header row in one block, the body rows in the next.
+    text = load("pdf_text_multicolumn_3-pages.pdf").text
+    header = "Country | Population (millions) | Area (km2) | Capital | Official Language"
+    assert f"\n\nTable 1: EU Countries Information\n\n{header}\nAustria | 8.9 | 83,879 | Vienna | German\n" in text
+    table = _table_block(text, header)
+    assert table[0] == header
+    assert table[1:] == [
+        "Austria | 8.9 | 83,879 | Vienna | German",
+        "Belgium | 11.5 | 30,689 | Brussels | Dutch, French, German",
+        "Czech Republic | 10.7 | 78,866 | Prague | Czech",
+        "Denmark | 5.8 | 42,951 | Copenhagen | Danish",
+        "Finland | 5.5 | 338,424 | Helsinki | Finnish, Swedish",
+    ]
+    assert "Information Country" not in text
+
+
+def test_pdf_generated_table_header_and_a_line_that_does_not_line_up() -> None:
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    page.insert_text((72, 72), "Results were measured on three machines by the team.", fontsize=10)
+    page.insert_text((72, 84), "Table 2: Throughput", fontsize=10)
+    columns = [72, 200, 330]
+    for x, cell in zip(columns, ["Machine", "Cores", "Docs per second"]):
+        page.insert_text((x, 96), cell, fontsize=10)
+    body = [["alpha", "4", "12.5"], ["beta", "8", "22.0"], ["gamma", "16", "41.3"]]
+    for i, row in enumerate(body):
+        for x, cell in zip(columns, row):
+            page.insert_text((x, 114 + 12 * i), cell, fontsize=10)
+    # Page 2: two widely spaced pieces above a table, but not in its columns: not a header.
+    page = pdf.new_page()
+    page.insert_text((72, 72), "The results below were checked and signed off by the team.", fontsize=10)
+    page.insert_text((72, 84), "Signed: J. Smith", fontsize=10)
+    page.insert_text((420, 84), "Date: 2024-01-05", fontsize=10)
+    for i, row in enumerate(body):
+        for x, cell in zip(columns, row):
+            page.insert_text((x, 102 + 12 * i), cell, fontsize=10)
+    text = load_data(pdf.tobytes(), "tables.pdf").text
+    assert _table_block(text, "Machine | Cores | Docs per second") == [
+        "Machine | Cores | Docs per second", "alpha | 4 | 12.5", "beta | 8 | 22.0", "gamma | 16 | 41.3",
+    ]
+    assert "Table 2: Throughput\n\nMachine | Cores" in text
+    second = text[text.index("The results below"):]
+    assert "Signed: J. Smith Date: 2024-01-05\n\nalpha | 4 | 12.5\nbeta" in second, second
+
+
 # ------------------------------------------------------------------ DOCX
 
 
@@ -374,6 +435,8 @@ def test_docx_merged_cells_readable_and_not_repeated() -> None:
     assert "2-1 | 2-2 | 2-3" in lines
     for merged in ("0-12", "12-0", "34-123"):
         assert text.count(merged) == 1, merged
+    # One line per row, header first; the last row (one cell beside a merged one) stays with its table.
+    assert lines == ["0-0 | 0-12 | 0-3", "12-0 | 1-1 | 1-2 | 1-3", "2-1 | 2-2 | 2-3", "3-0 | 34-123", "4-0"]
 
 
 def test_docx_headings_lists_and_nested_table() -> None:
@@ -382,6 +445,8 @@ def test_docx_headings_lists_and_nested_table() -> None:
     assert "- expect I\n  - expect A\n  - expect B" in text
     assert "- bullet no indent\n  - bullet indent 1\n    - bullet indent 2" in text
     assert "Nested | Table\nA | B" in text
+    # The nested table inside the frame table is a block of its own lines.
+    assert "Large Bold Italics Underlined\n\nNested | Table\nA | B\n\nTab\tdelimited\ttext" in text
     assert "Tab\tdelimited\ttext" in text
     assert text.index("10 < 20 and 20 > 10") < text.index("Text outside table")
     paths = [s.heading_path for s in doc.sections]
@@ -441,6 +506,32 @@ def test_docx_generated_title_styles_and_core_title() -> None:
     assert "wide | c" in by_path[("Part A", "Detail")]
     assert by_path[("Part B",)] == "Part B\n\nB text."
     assert_sections_valid(doc)
+
+
+def test_docx_generated_table_rows_form_one_block_under_their_header() -> None:
+    def build(d):
+        d.add_paragraph("Facts about EU members.")
+        d.add_paragraph("Table 1: EU Countries Information")
+        table = d.add_table(rows=5, cols=3)
+        title = table.cell(0, 0).merge(table.cell(0, 2))
+        title.text = "Selected members"
+        for r, values in enumerate(
+            [("Country", "Population (millions)", "Capital"), ("Austria", "8.9", "Vienna"), ("Belgium", "11.5", "")],
+            start=1,
+        ):
+            for c, value in enumerate(values):
+                table.cell(r, c).text = value
+        table.cell(3, 2).paragraphs[0].add_run("Brussels").add_break()
+        table.cell(3, 2).paragraphs[0].add_run("(de facto)")
+        table.cell(4, 0).text = "Czech Republic"
+        d.add_paragraph("Source: national statistics offices.")
+
+    text = load_data(_make_docx(build), "eu.docx").text
+    assert text == (
+        "Facts about EU members.\n\nTable 1: EU Countries Information\n\nSelected members\n\n"
+        "Country | Population (millions) | Capital\nAustria | 8.9 | Vienna\nBelgium | 11.5 | Brussels (de facto)\n"
+        "Czech Republic\n\nSource: national statistics offices."
+    ), text
 
 
 def test_docx_tracked_changes_text() -> None:
