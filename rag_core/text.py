@@ -1,5 +1,6 @@
-"""Words and sentences, in one place: the sentence splitter (abbreviation-safe spans), content terms (tokens, stop
-words, Snowball stems) and refusal detection, shared by chunking, evidence, generation and rendering."""
+"""Words and sentences, in one place: the sentence splitter (abbreviation-safe spans, from rag_core.sentences),
+content terms (tokens, stop words, Snowball stems) and refusal detection, shared by chunking, evidence, generation
+and rendering."""
 from __future__ import annotations
 
 import functools
@@ -7,101 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-Span = tuple[int, int]
-
-# --------------------------------------------------------------------------- sentences
-# A sentence ends at terminal punctuation (Latin, CJK, Arabic), optionally followed by closing quotes or brackets,
-# when whitespace follows (CJK full stops need none). Whether it really ends is decided by `_ends_sentence`.
-_END_RE = re.compile(r"[.!?…؟。！？]+[\"'”’»)\]」』]*")
-_CLOSERS = "\"'”’»)]」』"
-_NEXT_RE = re.compile(r"\s*(\S)")
-_CJK_STOPS = "。！？"
-_LINE_BREAK_RE = re.compile(r"\n")
-_PARAGRAPH_BREAK_RE = re.compile(r"\n[ \t]*\n")
-# With lines=False a single line break still ends a sentence before a list item ("- a", "• b", "2. c").
-_BLOCK_BREAK_RE = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*[-•*\d])")
-_WORD_BEFORE_RE = re.compile(r"[^\s(\[\"'“‘«]+$")
-_INITIALS_RE = re.compile(r"(?:[A-Z]\.)*[A-Z]")  # "J", "U.S", "J.R.R": an initial, not a sentence end
-
-# Never a sentence end before a word: titles, and Latin/German abbreviations (any case: "E.g.", "e.g.").
-_TITLES = frozenset(["Dr", "Mr", "Mrs", "Ms", "Mme", "Mlle", "Prof", "St", "Mt", "Ft", "Gen", "Col", "Lt", "Sgt",
-                     "Capt", "Cmdr", "Adm", "Rev", "Hon", "Gov", "Sen", "Rep", "Pres"])
-_LATIN = frozenset(["e.g", "i.e", "cf", "vs", "viz", "al", "approx", "ca", "resp", "z.b", "d.h", "bzw", "u.a", "o.ä"])
-# Not a sentence end before a number: "No. 5", "Fig. 2", "pp. 10-12", "Jan. 5".
-_BEFORE_NUMBERS = frozenset(["No", "Nos", "Nr", "Vol", "Vols", "Fig", "Figs", "p", "pp", "Art", "Sec", "Ch", "Eq",
-                             "Ref", "Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct", "Nov",
-                             "Dec"])
-
-
-def _ends_sentence(text: str, m: re.Match[str], block_start: int, block_end: int) -> bool:
-    """Is the punctuation `m` the end of a sentence (not a decimal point, an abbreviation or an initial)?"""
-    punct = m.group().rstrip(_CLOSERS)
-    after = m.end()
-    if after < block_end and not text[after].isspace():
-        return punct[-1] in _CJK_STOPS  # "3.14", "e.g" and "U.S" go on; "。" needs no space after it
-    nxt = _NEXT_RE.match(text, after, block_end)
-    if nxt is None:
-        return True
-    first = nxt.group(1)
-    if first.islower():  # "e.g. this", "approx. three": a sentence does not start in lower case
-        return False
-    if punct != ".":
-        return True
-    word = _WORD_BEFORE_RE.search(text, max(block_start, m.start() - 12), m.start())
-    if word is None:
-        return True
-    w = word.group()
-    if w in _TITLES or w.lower() in _LATIN or _INITIALS_RE.fullmatch(w):
-        return False
-    return not (w in _BEFORE_NUMBERS and first.isdigit())
-
-
-def trim_span(text: str, start: int, end: int) -> Span:
-    """(start, end) narrowed to leave out the whitespace at both ends of text[start:end]."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
-def _split(text: str, start: int, end: int, pattern: re.Pattern[str]) -> list[Span]:
-    spans, pos = [], start
-    for m in pattern.finditer(text, start, end):
-        spans.append(trim_span(text, pos, m.start()))
-        pos = m.end()
-    spans.append(trim_span(text, pos, end))
-    return [(s, e) for s, e in spans if e > s]
-
-
-def paragraph_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
-    """(start, end) of each blank-line separated paragraph of text[start:end], trimmed, absolute offsets."""
-    return _split(text, start, len(text) if end is None else end, _PARAGRAPH_BREAK_RE)
-
-
-def sentence_spans(text: str, start: int = 0, end: int | None = None, *, lines: bool = True) -> list[Span]:
-    """(start, end) of each sentence of text[start:end], trimmed, absolute offsets.
-
-    Sentences end at . ! ? … (with closing quotes) before a word that does not start in lower case, but not after
-    an abbreviation ("Dr.", "St.", "e.g.", "No. 5"), an initial ("J. R. R. Tolkien", "U.S.") or inside a number.
-    With `lines`, every line break also ends a sentence; else only blank lines and breaks before list items do.
-    """
-    end = len(text) if end is None else end
-    spans: list[Span] = []
-    for bs, be in _split(text, start, end, _LINE_BREAK_RE if lines else _BLOCK_BREAK_RE):
-        pos = bs
-        for m in _END_RE.finditer(text, bs, be):
-            if _ends_sentence(text, m, bs, be):
-                spans.append(trim_span(text, pos, m.end()))
-                pos = m.end()
-        spans.append(trim_span(text, pos, be))
-    return [(s, e) for s, e in spans if e > s]
-
-
-def sentences(text: str, *, lines: bool = True) -> list[str]:
-    """The sentences of `text` as strings (see sentence_spans)."""
-    return [text[s:e] for s, e in sentence_spans(text, lines=lines)]
-
+# The sentence splitter lives in its own module; everything imports it from here.
+from .sentences import Span, paragraph_spans, sentence_spans, sentences, trim_span
 
 # --------------------------------------------------------------------------- words and terms
 STOP_WORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any",

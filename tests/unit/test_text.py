@@ -60,6 +60,75 @@ def test_paragraph_spans():
     assert T.trim_span("  ab  ", 0, 6) == (2, 4)
 
 
+# Cases where the splitter lost against the libraries or the corpora in benchmarks/splitters.py (docs/sentences.md).
+@pytest.mark.parametrize("text, expected", [
+    # an acronym, an initial, a title or a company ends a sentence only before a usual sentence opener
+    ("He moved to the U.S. He stayed there.", ["He moved to the U.S.", "He stayed there."]),
+    ("He moved to the U.S. in 1990. He stayed.", ["He moved to the U.S. in 1990.", "He stayed."]),
+    ("He lived in Washington, D.C. The city was hot.", ["He lived in Washington, D.C.", "The city was hot."]),
+    ("I live on Baker St. The house is red.", ["I live on Baker St.", "The house is red."]),
+    ("Go to St. Mary's Hospital. Ask for Dr. Brown.", ["Go to St. Mary's Hospital.", "Ask for Dr. Brown."]),
+    ("He works for Acme Inc. The company is small.", ["He works for Acme Inc.", "The company is small."]),
+    ("Smith & Co. Ltd. was sold in 1990. It closed.", ["Smith & Co. Ltd. was sold in 1990.", "It closed."]),
+    ("Deficiency of vitamin D. All of them had it.", ["Deficiency of vitamin D.", "All of them had it."]),
+    ("It was seen in arm A. In arm B it was not.", ["It was seen in arm A.", "In arm B it was not."]),
+    ("The meeting ended at 10 a.m. The guests left.", ["The meeting ended at 10 a.m.", "The guests left."]),
+    ("Lt. Col. James Smith retired. He moved.", ["Lt. Col. James Smith retired.", "He moved."]),
+    ("Shown by Smith et al. (2005). Others disagree.", ["Shown by Smith et al. (2005).", "Others disagree."]),
+    # never an end: Latin abbreviations, and abbreviations before a number (any case)
+    ("The landmark case Brown v. Board of Education ended it.", ["The landmark case Brown v. Board of Education "
+                                                                 "ended it."]),
+    ("Jacques Lefevre (c. 1455–1536) wrote. Others read.", ["Jacques Lefevre (c. 1455–1536) wrote.", "Others read."]),
+    ("Bone bruises (no. 25) and others (no. 33). Done.", ["Bone bruises (no. 25) and others (no. 33).", "Done."]),
+    ("It fell (28% v. 59%) in a year. Done.", ["It fell (28% v. 59%) in a year.", "Done."]),
+    # dotted abbreviations and initials after a number or a sign
+    ("Values were 0.221 (st.dev. 0.019) here. Done.", ["Values were 0.221 (st.dev. 0.019) here.", "Done."]),
+    ("We gave i.c.v. AICAR to rats. They ate.", ["We gave i.c.v. AICAR to rats.", "They ate."]),
+    ("The ratio was 10.0 (95%C.I. 5.3-18.9). Done.", ["The ratio was 10.0 (95%C.I. 5.3-18.9).", "Done."]),
+    ("Temperatures reached 40 °C. Crops failed.", ["Temperatures reached 40 °C.", "Crops failed."]),
+    ("B was a Registrar in IM&A. Investigator C was not.", ["B was a Registrar in IM&A.",
+                                                            "Investigator C was not."]),
+    ("The ratio was 1.5 (p<0. 001). For each case it held.", ["The ratio was 1.5 (p<0.", "001).",
+                                                              "For each case it held."]),  # a broken decimal
+    # list markers and elisions open the sentence that follows; a spaced ellipsis is no end
+    ("1. Mix the flour. 2. Add the water.", ["1. Mix the flour.", "2. Add the water."]),
+    ("It grew in recent years. ... The main reason is cost.", ["It grew in recent years. ...",
+                                                               "The main reason is cost."]),
+    ("... The main reason is cost. It grew.", ["... The main reason is cost.", "It grew."]),
+    ('He said, "I am here to . . . submit cheerfully." Then he sat.', ['He said, "I am here to . . . submit '
+                                                                       'cheerfully."', "Then he sat."]),
+    # German closing quotes
+    ("Er sagte: „Ja.“ Dann ging er.", ["Er sagte: „Ja.“", "Dann ging er."]),
+])
+def test_sentences_found_by_the_splitter_benchmark(text, expected):
+    assert T.sentences(text) == expected
+
+
+def test_a_line_starting_with_a_number_is_a_list_item_only_with_its_marker():
+    text = "Raise the pressure of O\n2 around the patient. Then wait.\n3. Check the level."
+    assert T.sentences(text, lines=False) == ["Raise the pressure of O\n2 around the patient.", "Then wait.",
+                                              "3. Check the level."]
+
+
+def test_spans_of_generated_hostile_text_are_ordered_trimmed_and_cover_every_word():
+    import random
+
+    rng = random.Random(15)
+    pieces = ["St.", "U.S.", "e.g.", "No.", "1.", "3.14", "...", ". . .", "…", "?!", "“Yes.”", "„Ja.“", "(a.)",
+              "The", "he", "Dr.", "J.", "A.", "。", "؟", "Inc.", "°C.", "\n", "\n\n", "- item", "2)", "word", "x" * 60]
+    for _ in range(300):
+        text = "".join(rng.choice(pieces) + rng.choice([" ", "", "  ", "\t"]) for _ in range(rng.randint(0, 40)))
+        start = rng.randint(0, len(text))
+        end = rng.randint(start, len(text))
+        for lines in (True, False):
+            spans = T.sentence_spans(text, start, end, lines=lines)
+            assert all(start <= s < e <= end for s, e in spans)
+            assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # in order, never overlapping
+            assert all(text[s:e] == text[s:e].strip() for s, e in spans)
+            covered = {i for s, e in spans for i in range(s, e)}
+            assert all(i in covered for i in range(start, end) if not text[i].isspace())
+
+
 def test_splitting_is_fast():
     text = "Dr. Smith said e.g. this is 3.5 times better. It works! Does it? Yes, J. Doe agrees.\n" * 5000
     t0 = time.perf_counter()
