@@ -320,6 +320,9 @@ if adding:
     _follow_ingest()
 if ws.hint and not turns:
     st.caption(":material/lightbulb: " + render.message_markdown(ws.hint))
+    for i, suggestion in enumerate(ws.suggestions):
+        if st.button(suggestion, key=f"suggestion-{i}", icon=":material/help:"):
+            st.session_state["suggested_question"] = suggestion
 elif docs:
     with guarded("the model status line"):
         cfg = ws.settings
@@ -345,6 +348,7 @@ if not ready:
 else:
     placeholder = "Ask a question about your documents"
 question = st.chat_input(placeholder, disabled=not ready, max_chars=2000)
+question = question or st.session_state.pop("suggested_question", None)
 if question and question.strip() and ready:
     _ask(question.strip(), doc_ids)
     st.rerun()  # redraw the sidebar (this conversation's menu, the list) now that the conversation has a question

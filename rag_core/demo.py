@@ -24,6 +24,14 @@ DEMO_NOTICE_LLM_DOWN = ("The demo's AI model is not available right now, so thes
 DEMO_NOTICE_LLM_STOPPED = ("The demo's AI model stopped before the answer was finished, so the answer below is "
                            "incomplete. Ask again to retry.")
 DEMO_NOTICE_LENGTH = "The answer reached the demo's length limit and was cut off."
+# Offered as buttons on an empty chat; each is about the shared samples (samples/) and tests/integration/
+# test_answers.py checks that each is answered correctly without a model.
+SAMPLE_QUESTIONS = (
+    "What does the Zen of Python say about errors?",
+    "When was Python first released?",
+    "How many files can I add in the demo?",
+    "When is my library deleted?",
+)
 _SERVER_HINTS = ("OLLAMA", "DOCCHAT_", "ollama serve", "ollama pull", "://", "Settings")
 
 

@@ -155,12 +155,13 @@ def _units(text: str) -> list[_Unit]:
 
 
 def _verbatim(claim: str, text: str) -> tuple[int, int] | None:
-    """Where the claim appears word for word in `text` (whitespace-insensitive, ≥ 4 words), else None."""
-    words = claim.rstrip(" .…").split()
-    if len(words) < 4:
+    """Where the claim appears word for word in `text` (whitespace-insensitive, ≥ 4 words), else None. A quote
+    with an elision ("header … row") matches when its parts appear in that order; the span is the last part's."""
+    parts = [p.split() for p in claim.rstrip(" .…").split("…")]
+    if any(not p for p in parts) or sum(map(len, parts)) < 4:
         return None
-    m = re.search(r"\s+".join(map(re.escape, words)), text, re.IGNORECASE)
-    return m.span() if m else None
+    m = re.search(r"[\s\S]*?".join("(" + r"\s+".join(map(re.escape, p)) + ")" for p in parts), text, re.IGNORECASE)
+    return m.span(len(parts)) if m else None
 
 
 def _quoted(span: tuple[int, int]) -> Evidence:

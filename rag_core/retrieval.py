@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from langchain_qdrant import SparseVector
 
+from .answerability import mentions
 from .backends import Search
 from .models import Chunk, Passage
 from .store import Store
@@ -163,3 +164,17 @@ def retrieve(store: Store, query: str, k: int = 5, doc_ids: Iterable[str] | None
              vectors: QueryVectors | None = None, dense_weight: float = DENSE_WEIGHT) -> list[Passage]:
     """Top-k de-duplicated passages for `query` (scoped to doc_ids / owners when given)."""
     return retrieve_scored(store, query, k, doc_ids, owners, method, vectors, dense_weight, relevance=False).passages
+
+
+PHRASE_HITS = 25  # lexical hits read to find a phrase in the whole library
+
+
+def phrase_in_library(store: Store, phrase: str, doc_ids: Iterable[str] | None = None,
+                      owners: Iterable[str | None] | None = None) -> bool:
+    """Does the phrase occur (whole words, case ignored) in any chunk in scope? One lexical search for its words;
+    the best PHRASE_HITS chunks are read for the phrase itself."""
+    sparse = store.lexical.embed_query(phrase)
+    if not sparse.indices:
+        return False
+    hits = store.run([Search(PHRASE_HITS, sparse=sparse)], doc_ids, owners)[0]
+    return mentions([f"{h.chunk.source.title}\n{h.chunk.section}\n{h.chunk.text}" for h in hits], phrase)

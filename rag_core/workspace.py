@@ -58,6 +58,8 @@ class Workspace:
     intro: str = ""
     #: A suggested first question, shown on an empty chat (None: none).
     hint: str | None = None
+    #: Questions offered as buttons on an empty chat (the hosted demo's, about its sample documents).
+    suggestions: tuple[str, ...] = ()
     #: True when the person may choose the Ollama address and model on the Settings page.
     model_choice: bool = True
     #: How long changes on the Settings page last, in words.
@@ -260,13 +262,14 @@ class DemoWorkspace(Workspace):
         super().__init__(session.settings, queue, owner=session.session_id)
         self.session = session
         self.conversations = conversations or MemoryConversations()
-        from .demo import demo_banner
+        from .demo import SAMPLE_QUESTIONS, demo_banner
 
         self.banner = demo_banner(self.settings)
         # The banner above it already says who sees the files and when they are deleted.
         self.intro = "DocChat answers from the shared sample documents and the files you add here."
-        self.hint = ("Everyone can try the shared sample documents, for example: “What does the Zen of Python say "
-                     "about errors?” Add your own files on the Library page.")
+        self.hint = "Everyone can try the shared sample documents, for example with one of these questions. Add " \
+                    "your own files on the Library page."
+        self.suggestions = SAMPLE_QUESTIONS
 
     def documents(self) -> list[DocumentInfo]:
         """Own documents and the shared samples, newest first."""

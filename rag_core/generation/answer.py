@@ -10,13 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import answerability
 from .. import citations as cites
+from ..answerability import Verdict
 from ..config import Settings
 from ..errors import DocChatError, LLMError, LLMTimeout, StreamInterrupted
 from ..evidence import unbacked_sentences, verify_answer
 from ..live import CHECKING, SEARCHING, WAITING, WRITING
 from ..models import Answer, Passage
-from ..retrieval import embed_queries, retrieve_scored
+from ..quotes import Candidate, quote_text, rank_quotes
+from ..retrieval import embed_queries, phrase_in_library, retrieve_scored
 from ..text import is_refusal
 from .chat import LENGTH, STOP, ChatBackend, ThinkFilter, backend_for, chat_messages
 from .extractive import EXTRACTIVE_PASSAGES, extractive_answer, tidy_answer_text
@@ -60,6 +63,11 @@ NOTICE_UNEXPECTED = ("Something unexpected went wrong while answering; nothing w
 DETAILS_NO_MODEL = "Set DOCCHAT_OLLAMA_MODEL (for example llama3.2:3b) to choose the model that writes answers."
 DETAILS_EMPTY = "From a terminal: `docchat ingest FILE…` adds files to the library."
 DETAILS_LENGTH = "The limit is DOCCHAT_ANSWER_TOKENS (now {n} tokens); raise it for longer answers."
+
+NOTICE_WITHHELD = ("The model's answer could not be matched to any passage of your documents, so it is not shown. "
+                   "These are the closest quotes from your documents instead.")
+DETAILS_WITHHELD = "What the model wrote (not backed by your documents): {text}"
+WITHHELD_CHARS = 600
 
 NOTICE_UNBACKED_ONE = "One sentence in this reply is not backed by the cited passage; it is marked."
 NOTICE_UNBACKED_MANY = "{n} sentences in this reply are not backed by the passages they cite; they are marked."
@@ -109,6 +117,8 @@ class AnswerStream:
         self.prompt: Prompt | None = None
         self.timings: dict[str, float] = {}
         self._standalone = question
+        self._ranked: list[Candidate] = []  # the quotable sentences of the top passages, best answer first
+        self.checked: dict[str, Any] = {}  # what the evidence check before answering measured
         self._gen: Iterator[str] | None = None
         self._t0 = time.perf_counter()
 
@@ -140,6 +150,8 @@ class AnswerStream:
         if self.prompt is not None:
             extra.update(num_ctx=self.prompt.num_ctx, prompt_tokens=self.prompt.tokens, dropped=self.prompt.dropped)
         extra.update(kw.pop("extra", {}))
+        if self.checked:
+            extra.setdefault("answerability", dict(self.checked))
         tidy = tidy_answer_text(text, mode)  # before verification: its offsets must index the final text
         if tidy != text:
             extra.setdefault("raw_text", text)
@@ -215,6 +227,16 @@ class AnswerStream:
             self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance, notice=NOTICE_NOT_RELEVANT)
             yield NOT_FOUND_REPLY
             return
+        self._ranked = rank_quotes(query, self.passages[:EXTRACTIVE_PASSAGES], qvec, lib.embedder)
+        verdict = self._answerable(query, relevance, weak=chat is None or llm_error is not None)
+        t = self._mark("answerability", t)
+        if not verdict.answerable:
+            log.info("Not answerable from the documents (%s): %s", verdict.reason, verdict.missing)
+            self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance,
+                         notice=verdict.notice or NOTICE_NOT_RELEVANT,
+                         extra=_details(verdict.details))
+            yield NOT_FOUND_REPLY
+            return
 
         if chat is None or llm_error is not None:
             notice = (NOTICE_FALLBACK.format(error=str(llm_error)) if llm_error
@@ -228,12 +250,42 @@ class AnswerStream:
         self.stage = WAITING
         yield from self._stream_llm(chat, qvec, relevance, partial, t)
 
+    def _answerable(self, query: str, relevance: float, weak: bool) -> Verdict:
+        """The evidence check before answering: the question's names and numbers occur in the library, and (with
+        `weak`, for quoted answers; a model's answer is checked sentence by sentence afterwards) a quote answers.
+        What it measured goes to `self.checked` (Answer.extra["answerability"])."""
+        lib, best = self.library, (self._ranked[0] if self._ranked else None)
+        support = score = None
+        if best is not None:
+            quote = quote_text(self.passages[best.n - 1].chunk.text, best)
+            # a follow-up searched with the question before it: its own words count too
+            support = max(answerability.support(q, quote, self.passages[best.n - 1]) for q in {query, self.question})
+            score = self._best_score(query)
+        verdict = answerability.check(
+            query, self.passages, lambda phrase: phrase_in_library(lib.store, phrase, self.doc_ids, self.owners),
+            support if weak else None, score if weak else None, relevance)
+        self.checked = {"reason": verdict.reason, "missing": list(verdict.missing), "weak_checked": weak,
+                        "support": None if support is None else round(support, 4), "score": score}
+        return verdict
+
+    def _best_score(self, query: str) -> float:
+        """The best quote's score; a follow-up searched together with the question before it is also scored on
+        its own words (the joined question dilutes them)."""
+        best = self._ranked[0].score
+        if self.question.strip() != query.strip():
+            vec = np.asarray(self.library.embedder.encode([self.question])[0], dtype=np.float32)
+            own = rank_quotes(self.question, self.passages[:EXTRACTIVE_PASSAGES], vec, self.library.embedder)
+            best = max(best, own[0].score if own else 0.0)
+        return best
+
     def _extractive(self, qvec: np.ndarray, relevance: float, notice: str,
-                    fault: LLMError | None = None, details: str | None = None) -> Iterator[str]:
+                    fault: LLMError | None = None, details: str | None = None, extra: dict | None = None
+                    ) -> Iterator[str]:
         t = time.perf_counter()
-        text, citations = extractive_answer(qvec, self.passages, self.library.embedder)
+        text, citations = extractive_answer(self._standalone, qvec, self.passages, self.library.embedder,
+                                            ranked=self._ranked)
         self._mark("extractive", t)
-        extra = {"fault": type(fault).__name__} if fault else {}
+        extra = {**(extra or {}), **({"fault": type(fault).__name__} if fault else {})}
         self._finish(text, MODE_EXTRACTIVE, citations=citations, relevance=relevance, notice=notice,
                      context_passages=min(EXTRACTIVE_PASSAGES, len(self.passages)),
                      extra={**extra, **_details(details or (fault.details if fault else None))})
@@ -304,7 +356,16 @@ class AnswerStream:
             self._finish(resolved.text, MODE_LLM, citations=resolved.citations, incomplete=True,
                          notice=NOTICE_LENGTH, **common)
         else:
-            self._finish(resolved.text, MODE_LLM, citations=resolved.citations, **common)
+            answer = self._finish(resolved.text, MODE_LLM, citations=resolved.citations, **common)
+            evidence = answer.extra.get("evidence", {})
+            if evidence.get("claims") and not evidence.get("supported_claims"):
+                # Nothing the model wrote is backed by a passage: show the closest quotes instead, and say so.
+                log.info("Model answer withheld: none of its %d claims is backed", evidence["claims"])
+                self.answer = None
+                for _ in self._extractive(qvec, relevance, NOTICE_WITHHELD, details=DETAILS_WITHHELD.format(
+                        text=" ".join(resolved.text.split())[:WITHHELD_CHARS]),
+                        extra={"withheld_text": resolved.text, "model": chat.name}):
+                    pass
 
 
 def start_answer(library: Library, question: str, settings: Settings, history: Sequence[tuple[str, str]] = (),

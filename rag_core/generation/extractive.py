@@ -1,4 +1,4 @@
-"""The answer without a language model: the sentences of the best passages closest to the question, quoted."""
+"""The answer without a language model: the sentences of the best passages that answer the question, quoted."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..models import Citation, Passage
-from ..text import Span, sentence_spans
+from ..quotes import Candidate, passage_candidates, quote_text, rank_quotes
+from ..text import Span, content_terms
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..embeddings import Embedder
@@ -15,14 +16,13 @@ if TYPE_CHECKING:  # pragma: no cover
 EXTRACTIVE_LABEL = "Quoted from your documents (extractive answer, no AI-written summary):"
 EXTRACTIVE_PASSAGES = 3
 EXTRACTIVE_SENTENCES = 3
-EXTRACTIVE_MARGIN = 0.15  # keep sentences within this cosine of the best one
+EXTRACTIVE_MARGIN = 1.5  # keep quotes whose score is within this of the best one (scores: rag_core.quotes)
 EXTRACTIVE_MAX_CHARS = 600
-MIN_QUOTE_WORDS = 4  # shorter sentences ("Short one.", a heading) are not worth quoting
 
 
 def quotable_spans(text: str) -> list[Span]:
-    """(start, end) of each sentence of `text` long enough to quote (paragraphs and list items also split)."""
-    return [(s, e) for s, e in sentence_spans(text, lines=False) if len(text[s:e].split()) >= MIN_QUOTE_WORDS]
+    """(start, end) of each quotable unit of `text`: sentences of 4+ words, list items and table rows."""
+    return [(c.start, c.end) for c in passage_candidates(1, text)]
 
 
 def _shorten(text: str) -> str:
@@ -32,35 +32,35 @@ def _shorten(text: str) -> str:
     return text[:EXTRACTIVE_MAX_CHARS].rsplit(" ", 1)[0] + " …"
 
 
-def extractive_answer(question_vec: np.ndarray, passages: Sequence[Passage], embedder: Embedder,
-                      max_sentences: int = EXTRACTIVE_SENTENCES) -> tuple[str, tuple[Citation, ...]]:
-    """EXTRACTIVE_LABEL, then the sentences of the top passages most similar to the question, each with its [n]."""
-    cands: list[tuple[int, int, int]] = []  # (n, start, end)
-    for n, p in enumerate(passages[:EXTRACTIVE_PASSAGES], 1):
-        cands.extend((n, s, e) for s, e in quotable_spans(p.chunk.text))
-    if not cands:  # passages without a single full sentence: quote the best passage itself
+def extractive_answer(question: str, question_vec: np.ndarray | None, passages: Sequence[Passage],
+                      embedder: Embedder | None, max_sentences: int = EXTRACTIVE_SENTENCES,
+                      ranked: Sequence[Candidate] | None = None) -> tuple[str, tuple[Citation, ...]]:
+    """EXTRACTIVE_LABEL, then the sentences (or table rows, with their header) of the top passages that best
+    answer the question, best first, each with its [n] (see rag_core.quotes for how they are chosen)."""
+    top = list(passages[:EXTRACTIVE_PASSAGES])
+    if ranked is None:
+        ranked = rank_quotes(question, top, question_vec, embedder)
+    keys = content_terms(question).keys
+    if not ranked:  # passages without a single full sentence: quote the best passage itself
         if not passages:
             return "", ()
         text = passages[0].chunk.text.strip()
         return (f"{EXTRACTIVE_LABEL}\n\n- “{_shorten(text)}” [1]",
                 (Citation(1, passages[0], "cited", 0, len(passages[0].chunk.text)),))
-    vecs = embedder.encode([passages[n - 1].chunk.text[s:e] for n, s, e in cands])
-    scores = vecs @ np.asarray(question_vec, dtype=np.float32)
-    order = np.argsort(-scores)
-    best = float(scores[order[0]])
     lines: list[str] = []
     found: dict[int, Citation] = {}
     seen: set[str] = set()
-    for i in order:
-        if len(lines) >= max_sentences or float(scores[i]) < best - EXTRACTIVE_MARGIN:
+    for c in ranked:
+        if len(lines) >= max_sentences or c.score < ranked[0].score - EXTRACTIVE_MARGIN:
             break
-        n, s, e = cands[int(i)]
-        sentence = " ".join(passages[n - 1].chunk.text[s:e].split())
-        if sentence.lower() in seen:  # overlapping chunks repeat sentences
+        quote = quote_text(top[c.n - 1].chunk.text, c)
+        if lines and c.kind == "row" and keys and not keys & content_terms(top[c.n - 1].chunk.text[c.start:c.end]).words:
+            continue  # another row of the table, about something else than the question names
+        if quote.lower() in seen:  # overlapping chunks repeat sentences
             continue
-        seen.add(sentence.lower())
-        lines.append(f"- “{_shorten(sentence)}” [{n}]")
-        found.setdefault(n, Citation(n, passages[n - 1], "cited", s, e))
+        seen.add(quote.lower())
+        lines.append(f"- “{_shorten(quote)}” [{c.n}]")
+        found.setdefault(c.n, Citation(c.n, top[c.n - 1], "cited", c.start, c.end))
     return EXTRACTIVE_LABEL + "\n\n" + "\n".join(lines), tuple(sorted(found.values(), key=lambda c: c.n))
 
 

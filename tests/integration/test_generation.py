@@ -109,11 +109,23 @@ def test_citations_are_verified_and_an_unbacked_answer_is_flagged(docs_library, 
     assert c.status == "verified" and good.notice is None
     assert "Beautiful is better than ugly" in c.passage.chunk.text[c.evidence_start:c.evidence_end]
 
-    _, bad = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
-    assert [c.status for c in bad.citations] == ["unsupported"]
-    assert bad.notice == gen.NOTICE_UNSUPPORTED and bad.mode == "ollama"
-    # what the page shows is what evidence decided: no sentence of the passage is offered as the evidence
-    assert (bad.citations[0].evidence_start, bad.citations[0].evidence_end) == (None, None)
+    deltas, bad = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
+    # Nothing the model wrote is backed: its text is withheld (kept in extra and the details), the closest quotes
+    # are shown instead, and the notice says so.
+    assert "Queen Victoria" in "".join(deltas) and "Queen Victoria" not in bad.text
+    assert bad.mode == "extractive" and bad.notice == gen.NOTICE_WITHHELD
+    assert "Queen Victoria" in bad.extra["withheld_text"] and "Queen Victoria" in bad.extra["details"]
+    assert "Beautiful is better than ugly" in bad.text.splitlines()[0]
+    assert bad.citations and all(c.status == "verified" for c in bad.citations)
+
+
+def test_an_unbacked_sentence_beside_a_backed_one_is_marked_not_withheld(docs_library, server, llm_settings):
+    server.script(Reply("Beautiful is better than ugly [1]. The Zen of Python was written in 1842 by Queen Victoria "
+                        "[1]."))
+    _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
+    assert ans.mode == "ollama" and "Queen Victoria" in ans.text
+    assert [s.status for s in ans.sentences] == ["verified", "unsupported"]
+    assert ans.notice == gen.NOTICE_UNBACKED_ONE
 
 
 def test_invalid_marker_is_counted_logged_and_never_a_source(docs_library, server, llm_settings, caplog):
@@ -168,7 +180,7 @@ def test_irrelevant_question_is_answered_honestly_without_calling_the_model(docs
 
 def test_model_saying_sources_lack_the_answer_gives_not_found(docs_library, server, llm_settings):
     server.script(Reply(gen.NOT_FOUND_REPLY))
-    _, ans = _run(gen.start_answer(docs_library, "What does the Zen of Python say about ugly code?", llm_settings))
+    _, ans = _run(gen.start_answer(docs_library, "What do the aphorisms say about ugly code?", llm_settings))
     assert ans.mode == "not_found" and ans.citations == ()
     assert ans.notice == gen.NOTICE_NOT_IN_SOURCES and ans.text == gen.NOT_FOUND_REPLY
     assert len(server.chat_requests) == 1
@@ -182,15 +194,15 @@ def test_empty_library_says_what_to_do(library, server, llm_settings):
 
 # --------------------------------------------------------------------------- conversation
 def test_follow_up_is_rewritten_before_retrieval(docs_library, server, llm_settings):
-    standalone = "What does the Zen of Python say about namespaces?"
+    standalone = "What do the aphorisms say about namespaces?"
     server.script(Reply(standalone), Reply("Namespaces are one honking great idea [1]."))
-    history = [("user", "What is the Zen of Python?"),
+    history = [("user", "Which aphorisms does the text list?"),
                ("assistant", "It is a list of aphorisms such as 'Beautiful is better than ugly' [1].")]
     _, ans = _run(gen.start_answer(docs_library, "and what does it say about those?", llm_settings,
                                    history=history))
     rewrite, final = server.chat_requests
     assert rewrite["messages"][0]["content"] == gen.REWRITE_SYSTEM_PROMPT
-    assert "What is the Zen of Python?" in rewrite["messages"][1]["content"]
+    assert "Which aphorisms does the text list?" in rewrite["messages"][1]["content"]
     assert "and what does it say about those?" in rewrite["messages"][1]["content"]
     assert rewrite["options"]["num_ctx"] == final["options"]["num_ctx"]  # same size: Ollama does not reload
     assert ans.standalone_question == standalone and ans.question == "and what does it say about those?"
@@ -210,10 +222,10 @@ def test_history_is_bounded_by_its_token_budget():
 
 
 def test_follow_up_without_a_model_uses_the_previous_question(docs_library, llm_settings):
-    history = [("user", "What is the Zen of Python?"), ("assistant", "A list of aphorisms.")]
+    history = [("user", "Which aphorisms does the text list?"), ("assistant", "A list of aphorisms.")]
     _, ans = _run(gen.start_answer(docs_library, "what does it say about namespaces?", llm_settings,
                                    history=history, use_llm=False))
-    assert ans.standalone_question == "What is the Zen of Python? what does it say about namespaces?"
+    assert ans.standalone_question == "Which aphorisms does the text list? what does it say about namespaces?"
     assert ans.mode == "extractive" and "Namespaces" in ans.text
     assert gen.heuristic_standalone("Explain the Rhine delta in detail please", history) == \
         "Explain the Rhine delta in detail please"
@@ -221,7 +233,7 @@ def test_follow_up_without_a_model_uses_the_previous_question(docs_library, llm_
 
 # --------------------------------------------------------------------------- without a model
 def test_extractive_answer_end_to_end_on_fixture_documents(docs_library, llm_settings, server):
-    deltas, ans = _run(gen.start_answer(docs_library, "Is there any information in this text?", llm_settings,
+    deltas, ans = _run(gen.start_answer(docs_library, "Will I get any information from this text?", llm_settings,
                                         use_llm=False))
     assert server.requests == []
     assert ans.mode == "extractive" and ans.notice == gen.NOTICE_NO_LLM
@@ -278,9 +290,9 @@ def test_missing_model_falls_back_with_pull_advice(docs_library, server, llm_set
 def test_follow_up_with_ollama_down_does_not_wait_twice(docs_library, llm_settings):
     down = llm_settings.with_overrides(ollama_host=f"http://127.0.0.1:{_closed_port()}")
     _, ans = _run(gen.start_answer(docs_library, "and what about namespaces?", down,
-                                   history=[("user", "What is the Zen of Python?"), ("assistant", "Aphorisms.")]))
+                                   history=[("user", "Which is better, flat or nested?"), ("assistant", "Flat.")]))
     assert ans.mode == "extractive" and "ollama serve" in ans.extra["details"]
-    assert ans.standalone_question.startswith("What is the Zen of Python?")
+    assert ans.standalone_question.startswith("Which is better, flat or nested?")
 
 
 # --------------------------------------------------------------------------- faults while streaming
@@ -364,7 +376,7 @@ def test_unexpected_failure_becomes_one_sentence(library, server, llm_settings, 
 def test_api_key_is_sent_as_bearer_token(docs_library, llm_settings):
     with OllamaServer(models=[MODEL], token="s3cret") as srv:
         ok = llm_settings.with_overrides(ollama_host=srv.url, ollama_api_key="s3cret")
-        srv.script(Reply("Fine [1]."))
+        srv.script(Reply("Beautiful is better than ugly [1]."))
         _, ans = _run(gen.start_answer(docs_library, ZEN_Q, ok))
         assert ans.mode == "ollama"
         assert srv.requests[-1].headers["authorization"] == "Bearer s3cret"
@@ -528,9 +540,9 @@ def test_any_langchain_chat_model_writes_a_cited_answer(docs_library, server, no
 
 
 def test_a_chat_model_rewrites_follow_ups_and_reports_its_length_limit(docs_library, server, no_ollama):
-    standalone = "What does the Zen of Python say about namespaces?"
+    standalone = "What do the aphorisms say about namespaces?"
     model = CutOffChatModel(messages=iter([standalone, "Namespaces are one honking great idea [1] and"]))
-    history = [("user", "What is the Zen of Python?"), ("assistant", "A list of aphorisms [1].")]
+    history = [("user", "Which aphorisms does the text list?"), ("assistant", "A list of aphorisms [1].")]
     _, ans = _run(gen.start_answer(docs_library, "and what does it say about those?", no_ollama, history=history,
                                    chat_model=model))
     rewrite, final = model.calls

@@ -1,0 +1,231 @@
+"""Answers without a model: does the quoted answer answer, and does DocChat refuse what the documents can't answer?
+
+Every question goes through the real path (rag_core.generation.answer, use_llm=False) against cached libraries
+ingested through the normal path:
+  - XQuAD: the 48 English Wikipedia articles, all 1,190 questions. Split by article (alternate titles in sorted
+    order) into "tune" (where the weights of rag_core.quotes and the thresholds of rag_core.answerability were
+    chosen) and "test" (reported, never tuned on).
+  - benchmarks/data/unanswerable.jsonl: questions the 48 articles cannot answer (off-topic, near-topic, adversarial),
+    split tune/test in the file, asked of the XQuAD library.
+  - PubMedQA: 1,000 questions over their 1,000 abstracts (answerable: false refusals only; gold answers are yes/no).
+  - the hosted demo's suggested questions (rag_core.demo.SAMPLE_QUESTIONS) over the shared samples (samples/).
+Reported: gold answer anywhere in the answer, gold in the first quote, refusals per kind, false refusals, the time of
+the answer-choosing steps (quote ranking + evidence check + quoting), and a refusal curve over the weak-evidence
+threshold (the operating point is rag_core.answerability.MIN_QUOTE_SCORE / MIN_SUPPORT).
+
+Run:  .venv/bin/python -m benchmarks.answers [--limit N] [--json FILE]      (~10 min on 2 cores, caches reused)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.faithfulness import contains, gold_answers
+from rag_core import answerability
+from rag_core.config import Settings
+from rag_core.demo import SAMPLE_QUESTIONS
+from rag_core.evaluation import DEFAULT_CACHE_DIR, cache_settings, ingest_dataset, load_pubmedqa, load_xquad
+from rag_core.generation import answer
+from rag_core.library import Library
+from rag_core.models import Answer
+from rag_core.samples import SAMPLES_DIR, sample_document, sample_files
+
+ROOT = Path(__file__).resolve().parents[1]
+UNANSWERABLE = ROOT / "benchmarks" / "data" / "unanswerable.jsonl"
+# What a correct answer to each suggested demo question quotes (tests/integration/test_answers.py asks them too).
+DEMO_EXPECTED = {
+    "What does the Zen of Python say about errors?": "Errors should never pass silently",
+    "When was Python first released?": "1991",
+    "How many files can I add in the demo?": "up to 10 files",
+    "When is my library deleted?": "removed automatically after a period without activity",
+}
+CURVE_SCORES = (0.0, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5)
+
+
+def quotes(a: Answer) -> list[str]:
+    """The quoted lines of an extractive answer, in order."""
+    return [ln for ln in a.text.splitlines() if ln.lstrip().startswith("- ")]
+
+
+def ask_all(lib: Library, settings: Settings, items: list[dict], label: str) -> list[dict]:
+    """Answer every item (dicts with "question"), adding what came back."""
+    out = []
+    for i, it in enumerate(items, 1):
+        a = answer(lib, it["question"], settings, use_llm=False)
+        t = a.extra.get("timings", {})
+        lines = quotes(a)
+        out.append({**it, "mode": a.mode, "refused": a.mode == "not_found", "relevance": a.relevance,
+                    "first": lines[0] if lines else "", "text": a.text, "notice": a.notice,
+                    "check": a.extra.get("answerability", {}),
+                    "choose_ms": round(t.get("answerability", 0.0) + t.get("extractive", 0.0), 2),
+                    "total_ms": t.get("total")})
+        if i % 100 == 0:
+            print(f"  {label}: {i}/{len(items)}", file=sys.stderr, flush=True)
+    return out
+
+
+def share(xs) -> float | None:
+    """Mean of booleans, rounded (None for none)."""
+    xs = list(xs)
+    return round(sum(xs) / len(xs), 4) if xs else None
+
+
+def refused_at(r: dict, score: float, support: float, min_relevance: float) -> bool:
+    """Would this answer be refused with these thresholds (from what the check recorded)?"""
+    c = r["check"]
+    if r["refused"] and not c:  # refused before the check: nothing in scope, or relevance below the setting
+        return True
+    if r["relevance"] is not None and r["relevance"] < min_relevance:
+        return True
+    if c.get("reason") == "missing":
+        return True
+    return (c.get("support") is not None and c["support"] < support) or (c.get("score") is not None
+                                                                        and c["score"] < score)
+
+
+def report(xq: list[dict], un: list[dict], pm: list[dict], demo: list[dict], min_rel: float) -> dict:
+    """All figures, per split."""
+    out: dict = {"operating_point": {"min_quote_score": answerability.MIN_QUOTE_SCORE,
+                                     "min_support": answerability.MIN_SUPPORT, "min_relevance": min_rel}}
+    for split in ("tune", "test"):
+        a = [r for r in xq if r["split"] == split]
+        answered = [r for r in a if not r["refused"]]
+        u = {k: [r for r in un if r["split"] == split and r["kind"] == k] for k in
+             ("off-topic", "near-topic", "adversarial")}
+        p = [r for r in pm if r["split"] == split]
+        out[split] = {
+            "xquad_questions": len(a),
+            "gold_in_answer": share(contains(r["text"], r["gold"]) for r in a),
+            "gold_in_first_quote": share(contains(r["first"], r["gold"]) for r in a),
+            "gold_in_answer_when_answered": share(contains(r["text"], r["gold"]) for r in answered),
+            "gold_in_first_when_answered": share(contains(r["first"], r["gold"]) for r in answered),
+            "false_refusal_xquad": share(r["refused"] for r in a),
+            "false_refusal_pubmedqa": share(r["refused"] for r in p),
+            **{f"refusal_{k}": share(r["refused"] for r in v) for k, v in u.items()},
+            "refusal_off_and_near": share(r["refused"] for r in u["off-topic"] + u["near-topic"]),
+            "unanswerable_counts": {k: len(v) for k, v in u.items()},
+            "curve": [{"min_quote_score": s,
+                       "refusal_off_and_near": share(refused_at(r, s, answerability.MIN_SUPPORT, min_rel)
+                                                     for r in u["off-topic"] + u["near-topic"]),
+                       "refusal_adversarial": share(refused_at(r, s, answerability.MIN_SUPPORT, min_rel)
+                                                    for r in u["adversarial"]),
+                       "false_refusal_xquad": share(refused_at(r, s, answerability.MIN_SUPPORT, min_rel) for r in a),
+                       "false_refusal_pubmedqa": share(refused_at(r, s, answerability.MIN_SUPPORT, min_rel)
+                                                       for r in p)}
+                      for s in CURVE_SCORES],
+        }
+    choose = [r["choose_ms"] for r in xq + un + pm]
+    out["choose_ms_median"] = round(statistics.median(choose), 2)
+    out["choose_ms_p95"] = round(statistics.quantiles(choose, n=20)[18], 2)
+    out["total_ms_median"] = round(statistics.median(r["total_ms"] for r in xq + un + pm), 2)
+    out["demo"] = [{"question": r["question"], "first": r["first"][:160], "expected": r["expected"],
+                    "ok": r["expected"].lower() in r["first"].lower()} for r in demo]
+    return out
+
+
+def _library(ds, base: Settings) -> Library:
+    lib = Library(cache_settings(ds, base, DEFAULT_CACHE_DIR))
+    t0 = time.perf_counter()
+    added = ingest_dataset(lib, ds)
+    if added:
+        print(f"ingested {added} {ds.name} documents in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return lib
+
+
+def main() -> None:
+    """Run everything and print the tables (or write JSON)."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--limit", type=int, default=0, help="at most N questions per dataset (0: all)")
+    ap.add_argument("--json", metavar="FILE", help="write the report and every answer to FILE")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    base = Settings(ollama_model="")
+    lim = args.limit or None
+
+    xds = load_xquad()
+    titles = sorted({q.doc_id for q in xds.queries})
+    gold = gold_answers()
+    xq = [{"id": q.qid, "question": q.question, "gold": gold[q.qid],
+           "split": "tune" if titles.index(q.doc_id) % 2 == 0 else "test"} for q in xds.queries][:lim]
+    un = [json.loads(ln) for ln in UNANSWERABLE.read_text(encoding="utf-8").splitlines() if ln.strip()][:lim]
+    pds = load_pubmedqa()
+    pm = [{"id": q.qid, "question": q.question, "split": "tune" if i % 2 == 0 else "test"}
+          for i, q in enumerate(pds.queries)][:lim]
+
+    lib = _library(xds, base)
+    try:
+        settings = lib.settings.with_overrides(ollama_model="")
+        lib.embedder.wait()
+        xq_rows = ask_all(lib, settings, xq, "xquad")
+        un_rows = ask_all(lib, settings, un, "unanswerable")
+    finally:
+        lib.close()
+    lib = _library(pds, base)
+    try:
+        pm_rows = ask_all(lib, lib.settings.with_overrides(ollama_model=""), pm, "pubmedqa")
+    finally:
+        lib.close()
+    with tempfile.TemporaryDirectory() as tmp:
+        demo_settings = base.with_overrides(data_dir=Path(tmp) / "data")
+        lib = Library(demo_settings)
+        try:
+            for f in sample_files(SAMPLES_DIR):
+                lib.ingest_document(sample_document(f.read_bytes(), f.name, demo_settings))
+            demo_rows = ask_all(lib, demo_settings, [{"question": q, "expected": DEMO_EXPECTED[q]}
+                                                     for q in SAMPLE_QUESTIONS], "demo")
+        finally:
+            lib.close()
+
+    rep = report(xq_rows, un_rows, pm_rows, demo_rows, base.min_relevance)
+    rep["command"] = " ".join(sys.argv)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"report": rep, "xquad": xq_rows, "unanswerable": un_rows,
+                                               "pubmedqa": pm_rows, "demo": demo_rows}, indent=1,
+                                              ensure_ascii=False, default=str), encoding="utf-8")
+    print_report(rep)
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f} %"
+
+
+def print_report(rep: dict) -> None:
+    """The markdown tables of docs/faithfulness.md."""
+    print(f"command: {rep['command']}\noperating point: {rep['operating_point']}\n")
+    rows = [("gold answer in the answer (XQuAD)", "≥ 95 %", "gold_in_answer"),
+            ("gold answer in the first quote (XQuAD)", "≥ 75 %", "gold_in_first_quote"),
+            ("… of the answered questions", "", "gold_in_answer_when_answered"),
+            ("… first quote, of the answered", "", "gold_in_first_when_answered"),
+            ("refusals: off-topic", "≥ 90 %", "refusal_off-topic"),
+            ("refusals: near-topic", "≥ 90 %", "refusal_near-topic"),
+            ("refusals: off- and near-topic", "≥ 90 %", "refusal_off_and_near"),
+            ("refusals: adversarial", "measured", "refusal_adversarial"),
+            ("false refusals: XQuAD", "≤ 5 %", "false_refusal_xquad"),
+            ("false refusals: PubMedQA", "≤ 5 %", "false_refusal_pubmedqa")]
+    print("| metric | goal | tune | test |\n|---|---|---|---|")
+    for label, goal, key in rows:
+        print(f"| {label} | {goal} | {_pct(rep['tune'][key])} | {_pct(rep['test'][key])} |")
+    print(f"\nquestions: XQuAD tune {rep['tune']['xquad_questions']}, test {rep['test']['xquad_questions']}; "
+          f"unanswerable tune {rep['tune']['unanswerable_counts']}, test {rep['test']['unanswerable_counts']}")
+    print(f"answer-choosing time (ranking + check + quoting): median {rep['choose_ms_median']} ms, "
+          f"p95 {rep['choose_ms_p95']} ms; whole answer median {rep['total_ms_median']} ms\n")
+    for split in ("tune", "test"):
+        print(f"refusal curve over MIN_QUOTE_SCORE ({split}):\n| min score | refused off+near | refused adversarial |"
+              " false refusals XQuAD | false refusals PubMedQA |\n|---|---|---|---|---|")
+        for c in rep[split]["curve"]:
+            print(f"| {c['min_quote_score']} | {_pct(c['refusal_off_and_near'])} | {_pct(c['refusal_adversarial'])} "
+                  f"| {_pct(c['false_refusal_xquad'])} | {_pct(c['false_refusal_pubmedqa'])} |")
+        print()
+    print("demo questions:")
+    for d in rep["demo"]:
+        print(f"  {'OK  ' if d['ok'] else 'MISS'} {d['question']} -> {d['first']}")
+
+
+if __name__ == "__main__":
+    main()

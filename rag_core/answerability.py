@@ -1,0 +1,186 @@
+"""Can the library answer this question at all? Checked from evidence before any answer is written.
+
+Two signals, measured on benchmarks/answers.py (tune split; docs/faithfulness.md):
+- **key terms**: the names and numbers of the question ("Super Bowl 51", "Tom Brady") must occur in the retrieved
+  passages or, failing that, somewhere in the library in scope (one lexical search per missing term). A key term
+  found nowhere means the documents cannot answer, and the reply says exactly what is missing ("Your documents
+  mention Super Bowl 50 but not Super Bowl 51.").
+- **weak evidence**: the best quotable sentence must carry enough of the question's words (rare words count more),
+  and the best passage must be close enough in meaning.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from .models import Passage
+from .text import STOP_WORDS, TOKEN_RE, content_terms, stem
+
+# Measured on the tune split (benchmarks/answers.py --tune): see docs/faithfulness.md.
+MIN_SUPPORT = 0.3  # weak evidence: less than this share of the question words in the best quote (+ its title) ...
+MIN_QUOTE_SCORE = 1.5  # ... or a best quote scoring below this (rag_core.quotes scores, about 0-4)
+ON_TOPIC = 0.5  # a passage this close in meaning (cosine) is about the question: a missing *name* may just be what
+# the person calls the document ("the Zen of Python" for a file of its aphorisms); a missing number still refuses
+TYPO_RATIO = 0.8  # a question word this close (difflib ratio) to a word of the passages is taken as a typo of it
+
+NOTICE_MISSING = "Your documents mention {present} but not {missing}."
+NOTICE_MISSING_ALL = "Your documents don't mention {missing}."
+DETAILS_MISSING = ("DocChat looked for {terms} in the passages it found and in the whole library in scope, and found "
+                   "no mention, so it did not answer.")
+
+_WORD = r"[^\W\d_][\w'’.-]*"
+_NAME_RE = re.compile(rf"(?:[A-Z]{_WORD}|\d[\d,.]*)(?:\s+(?:(?:of|de|von|van|the|and|der|la|le|du|al)\s+)?"
+                      rf"(?:[A-Z]{_WORD}|\d[\d,.]*))*")
+_ACRONYM_RE = re.compile(r"[A-Z]{2,5}")
+_QUESTION_OPENERS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how", "in", "on",
+                               "at", "the", "a", "an", "is", "was", "are", "were", "did", "do", "does", "according",
+                               "during", "after", "before", "for", "from", "to", "with", "by", "if", "i", "can",
+                               "could", "should", "would", "will", "has", "have", "had", "name", "list", "tell",
+                               "give", "besides", "along", "other", "than", "apart", "since", "as", "of"])
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of the check: answerable, or a refusal with its reason and one plain sentence."""
+
+    answerable: bool
+    reason: str = ""  # "" | "missing" | "weak"
+    notice: str | None = None
+    details: str | None = None
+    missing: tuple[str, ...] = ()
+
+
+def _strip_possessive(phrase: str) -> str:
+    return re.sub(r"['’]s?$", "", phrase.strip(" ,.?!"))
+
+
+def key_phrases(question: str) -> list[str]:
+    """The names and numbers of a question as phrases: runs of capitalised words and numbers ("Super Bowl 51",
+    "Martin Luther"), without a question word that merely opens the sentence."""
+    out: list[str] = []
+    for m in _NAME_RE.finditer(question):
+        words = m.group().split()
+        if m.start() == len(question) - len(question.lstrip()) and len(words) == 1 and not _ACRONYM_RE.fullmatch(
+                words[0]) and not words[0][0].isdigit():
+            continue  # a capitalised first word alone ("Boycotting, …") is the sentence start, not a name
+        while words and words[0].casefold().strip("'’") in _QUESTION_OPENERS and m.start() == question.find(words[0]):
+            words = words[1:]
+        for part in re.split(r"\s+and\s+", " ".join(words)):
+            phrase = _strip_possessive(re.sub(r"^(?:the|The)\s+", "", part))
+            if phrase and phrase.casefold() not in STOP_WORDS:
+                out.append(phrase)
+    return list(dict.fromkeys(out))
+
+
+def _stems(text: str) -> str:
+    """The text as a space-padded string of word stems and numbers, without stop words ("Luther's Bible" and
+    "the Bible of Luther" differ; "Grammys" and "Grammy" do not)."""
+    out = []
+    for tok in TOKEN_RE.findall(text.replace("’", "'")):
+        low = tok.casefold()
+        if low in STOP_WORDS:
+            continue
+        out.append(low.replace(",", "") if low[0].isdigit() else stem(low))
+    return " " + " ".join(out) + " "
+
+
+def mentions(texts: Sequence[str], phrase: str) -> bool:
+    """Does any text contain the phrase's words in a row (stems; case, punctuation and stop words ignored)?"""
+    want = _stems(phrase)
+    return bool(want.strip()) and any(want in _stems(t) for t in texts)
+
+
+def analogue(texts: Sequence[str], phrase: str) -> str | None:
+    """A phrase of the texts like `phrase` with another number or last name ("Super Bowl 50" for "Super Bowl 51")."""
+    words = phrase.split()
+    if len(words) < 2:
+        return None
+    head = r"\s+".join(map(re.escape, words[:-1]))
+    tail = r"\d[\d,.]*" if words[-1][0].isdigit() else r"[A-Z][\w'’-]*"
+    for t in texts:
+        m = re.search(rf"\b{head}\s+({tail})\b", t)
+        if m and m.group(1) != words[-1]:
+            return m.group(0)
+    return None
+
+
+def _quoted(phrases: Sequence[str]) -> str:
+    shown = [f"“{p}”" if not p[:1].isupper() else p for p in phrases]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+def _units(phrase: str) -> list[str]:
+    """What must occur for a key phrase to be mentioned: each of its words, and a number together with the name
+    just before it ("Bowl 51" of "Super Bowl 51": the documents may well mention Super Bowl and 51 apart)."""
+    words = phrase.split()
+    out: list[str] = []
+    for i, w in enumerate(words):
+        if w[0].isdigit() and i and words[i - 1][:1].isupper() and not re.search(r"['’]s?$", words[i - 1]):
+            out.append(f"{words[i - 1]} {w}")
+        elif _stems(w).strip():
+            out.append(_strip_possessive(w))
+    return out
+
+
+def _acronym_of(word: str, texts: Sequence[str]) -> bool:
+    """Is `word` ("UMC") the initials of a run of capitalised words in the texts ("United Methodist Church")?"""
+    if not _ACRONYM_RE.fullmatch(word):
+        return False
+    pattern = r"\b" + r"\w*\s+(?:(?:of|the|and|for|de)\s+)?".join(word) + r"\w*"
+    return any(re.search(pattern, t) for t in texts)
+
+
+def _like(word: str, vocabulary: Iterable[str]) -> bool:
+    """A misspelling of a word of the vocabulary ("Ghandi" for "Gandhi", "Maastrich" for "Maastricht")?"""
+    low = word.casefold()
+    return len(low) >= 4 and bool(difflib.get_close_matches(low, list(vocabulary), n=1, cutoff=TYPO_RATIO))
+
+
+def check(question: str, passages: Sequence[Passage], in_library: Callable[[str], bool],
+          best_support: float | None = None, best_score: float | None = None,
+          relevance: float | None = None) -> Verdict:
+    """Is the question answerable from these passages (and the library behind them)?
+
+    `in_library(phrase)` says whether the phrase occurs anywhere in the library in scope; `best_support` is the
+    share of the question's words found in the best quote (see `support`), `best_score` that quote's score (None:
+    not checked); `relevance` the best passage's cosine (see ON_TOPIC)."""
+    texts = [f"{p.chunk.source.title}\n{p.chunk.section}\n{p.chunk.text}" for p in passages]
+    vocabulary = {t.casefold() for text in texts for t in TOKEN_RE.findall(text) if len(t) >= 4}
+    keys = key_phrases(question)
+    missing = []
+    for k in keys:
+        gone = [u for u in _units(k) if not mentions(texts, u)
+                and not (" " not in u and not u[0].isdigit() and (_like(u, vocabulary) or _acronym_of(u, texts)))
+                and not in_library(u)]
+        if gone and (relevance is None or relevance < ON_TOPIC or any(u[-1].isdigit() for u in gone)):
+            missing.append(k)
+    if missing:
+        present = [k for k in keys if k not in missing]
+        near = next((a for k in missing if (a := analogue(texts, k))), None)
+        if near is not None:
+            notice = NOTICE_MISSING.format(present=near, missing=_quoted(missing))
+        elif present:
+            notice = NOTICE_MISSING.format(present=_quoted(present), missing=_quoted(missing))
+        else:
+            notice = NOTICE_MISSING_ALL.format(missing=_quoted(missing))
+        return Verdict(False, "missing", notice, DETAILS_MISSING.format(terms=_quoted(missing)), tuple(missing))
+    if (best_support is not None and best_support < MIN_SUPPORT) or (best_score is not None
+                                                                    and best_score < MIN_QUOTE_SCORE):
+        return Verdict(False, "weak")
+    return Verdict(True)
+
+
+def support(question: str, quote: str, passage: Passage) -> float:
+    """The share of the question's content words found in a quote, its passage's title or its section."""
+    words = content_terms(question).words
+    if not words:
+        return 1.0
+    chunk = passage.chunk
+    return len(words & content_terms(f"{quote} {chunk.source.title} {chunk.section}").words) / len(words)
+
+
+__all__ = ["DETAILS_MISSING", "MIN_QUOTE_SCORE", "MIN_SUPPORT", "NOTICE_MISSING", "NOTICE_MISSING_ALL", "Verdict",
+           "analogue",
+           "check", "key_phrases", "mentions", "support"]
