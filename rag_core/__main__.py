@@ -1,4 +1,4 @@
-"""Command line: python -m rag_core COMMAND ... (ingest, list, search, delete, migrate, settings, wiki..., ask, eval)."""
+"""Command line: python -m rag_core COMMAND ... (ingest, list, search, delete, migrate, settings, wiki, ask, eval, mcp)."""
 from __future__ import annotations
 
 import argparse
@@ -134,6 +134,17 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve the library to agents over the Model Context Protocol (stdio, or streamable HTTP with --http)."""
+    from .mcp_server import serve
+
+    if args.http and not 0 < args.port < 65536:
+        raise SettingsError(f"--port {args.port} is not a port: use a whole number from 1 to 65535.")
+    serve(settings, allow_writes=args.allow_writes, http_port=args.port if args.http else None,
+          idle_close_s=args.idle_close, use_llm=not args.no_llm)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree for every command."""
     common = argparse.ArgumentParser(add_help=False)
@@ -166,6 +177,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("settings", parents=[common], help="list every setting (environment variable) and its value")
     p.add_argument("--markdown", action="store_true", help="print docs/settings.md instead")
     p.set_defaults(func=cmd_settings)
+    p = sub.add_parser("mcp", parents=[common], help="serve the library to AI assistants over MCP (docs/mcp.md)")
+    p.add_argument("--allow-writes", action="store_true",
+                   help="also offer add_document and import_wikipedia (off: the tools are not even listed)")
+    p.add_argument("--no-llm", action="store_true", help="ask quotes the documents, without a language model")
+    p.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
+    p.add_argument("--port", type=int, default=8765, help="port for --http (default 8765)")
+    p.add_argument("--idle-close", type=float, default=30.0, metavar="SECONDS",
+                   help="close the embedded library after this long without calls, so the app can open it (0: never)")
+    p.set_defaults(func=cmd_mcp)
     from .cli_answers import register as register_answers
     from .cli_eval import register as register_eval
     from .cli_wikipedia import register as register_wikipedia

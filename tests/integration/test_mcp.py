@@ -1,0 +1,302 @@
+"""The MCP server end to end: the official SDK's own client spawns `python -m rag_core mcp` over stdio (and once over
+streamable HTTP) against a real library on disk, filled first with a real fixture file by the real embedding model.
+
+Each spawn loads the embedding model in its own process (~5-10 s on a busy 2-core machine), so the spawns are few
+and each test checks several things on one server.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from wiki_server import FIXTURES as WIKI_FIXTURES  # tests/ is on the path (pytest.ini)
+from wiki_server import WikiReplayServer
+
+from rag_core.config import Settings
+from rag_core.errors import LibraryBusy
+from rag_core.generation import NOTICE_NO_LLM
+from rag_core.library import Library
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "tests" / "fixtures" / "documents"
+CAPITALS = DOCS / "eu_capitals.md"
+READ_TOOLS = {"search", "ask", "list_documents", "get_passage"}
+WRITE_TOOLS = {"add_document", "import_wikipedia"}
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The spawned server's environment: the tmp library, offline model, and an Ollama address nothing listens on
+    (so `ask` falls back to the extractive answer at once, whatever runs on this machine)."""
+    return {"DOCCHAT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+            "OLLAMA_HOST": f"http://127.0.0.1:{free_port()}", **extra}
+
+
+def run_client(data_dir: Path, flags: list[str], body: Callable[[Client], Awaitable[None]], errlog: Path,
+               **env: str) -> None:
+    """Spawn `python -m rag_core mcp FLAGS` with the SDK's stdio client and run `body` against it."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "rag_core", "mcp", *flags], cwd=str(ROOT),
+                                   env=server_env(data_dir, **env))
+
+    async def main() -> None:
+        with errlog.open("w", encoding="utf-8") as err:
+            async with Client(stdio_client(params, errlog=err), read_timeout_seconds=120) as client:
+                await body(client)
+
+    anyio.run(main)
+
+
+async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> tuple[bool, Any]:
+    """(is_error, structured result or the error text)."""
+    r = await client.call_tool(tool, args or {})
+    if r.is_error:
+        return True, " ".join(getattr(c, "text", "") for c in r.content)
+    assert r.structured_content is not None
+    text = getattr(r.content[0], "text", "")
+    assert json.loads(text) == r.structured_content  # unstructured clients get the same JSON as text
+    return False, r.structured_content
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory, embedder) -> Path:
+    """A data folder holding eu_capitals.md (closed again, so a spawned server can open it)."""
+    data = tmp_path_factory.mktemp("mcp") / "data"
+    lib = Library(Settings(data_dir=data), embedder=embedder)
+    try:
+        assert lib.ingest_path(CAPITALS).status == "added"
+    finally:
+        lib.close()
+    return data
+
+
+@pytest.fixture
+def protocol_log(caplog):
+    """Anything the client could not parse as a protocol message (a stray line on the server's stdout)."""
+    caplog.set_level(logging.WARNING, logger="mcp")
+    yield caplog
+    bad = [r.getMessage() for r in caplog.records if "parse" in r.getMessage().lower()]
+    assert not bad, bad
+
+
+def test_read_tools_bad_arguments_and_a_library_in_use(filled, embedder, tmp_path, protocol_log):
+    """One server: first the app holds the library (a clear error), then every read tool and bad arguments, then
+    the server lets the library go after --idle-close seconds without calls, so the app can open it again."""
+    text = CAPITALS.read_text(encoding="utf-8")
+    settings = Settings(data_dir=filled)
+    state: dict[str, Any] = {"app": Library(settings, embedder=embedder)}  # stands for the running DocChat app
+
+    async def body(c: Client) -> None:
+        tools = {t.name: t for t in (await c.list_tools()).tools}  # listing needs no library
+        assert set(tools) == READ_TOOLS  # the write tools are not even listed without --allow-writes
+        bad, message = await call(c, "search", {"query": "Paris"})
+        assert bad
+        for words in ("in use by another DocChat process", "stop the DocChat app", "QDRANT_URL",
+                      "copy of the data folder"):
+            assert words in message, message
+        state["app"].close()  # the app stops: the next call opens the library
+        for t in tools.values():
+            assert t.description and len(t.description) > 60 and t.input_schema["type"] == "object"
+        search_schema = tools["search"].input_schema
+        assert search_schema["required"] == ["query"]
+        assert search_schema["properties"]["k"]["maximum"] == 50 and search_schema["properties"]["k"]["default"] == 5
+        assert "description" in search_schema["properties"]["doc_ids"]
+        assert tools["get_passage"].input_schema["required"] == ["doc_id", "char_start", "char_end"]
+
+        bad, docs = await call(c, "list_documents")
+        assert not bad
+        (doc,) = docs["documents"]
+        assert (doc["title"], doc["kind"], doc["chunks"] > 1, doc["license"]) == (
+            "Capitals of the European Union", "md", True, None)
+
+        bad, found = await call(c, "search", {"query": "Which river flows through Lisbon?", "k": 2})
+        assert not bad and len(found["passages"]) == 2
+        top = found["passages"][0]
+        assert "Lisbon" in top["text"] and top["doc_id"] == doc["doc_id"] and top["section"].endswith("Portugal")
+        assert text[top["char_start"]:top["char_end"]] == top["text"]  # offsets index the original file
+        assert isinstance(top["score"], float) and top["n"] == 1
+
+        bad, scoped = await call(c, "search", {"query": "Lisbon", "doc_ids": [doc["doc_id"]], "k": 1})
+        assert not bad and scoped["passages"][0]["doc_id"] == doc["doc_id"]
+
+        bad, passage = await call(c, "get_passage", {"doc_id": doc["doc_id"], "char_start": top["char_start"],
+                                                     "char_end": top["char_end"]})
+        assert not bad and passage["text"] == top["text"]
+        assert passage["after"] == text[top["char_end"]:top["char_end"] + len(passage["after"])]
+        assert passage["before"] == text[top["char_start"] - len(passage["before"]):top["char_start"]]
+        assert passage["before"] and passage["after"] and len(passage["before"]) <= 400
+
+        bad, ans = await call(c, "ask", {"question": "What is the capital of France?"})
+        assert not bad and ans["mode"] == "extractive" and "Paris" in ans["answer"]
+        assert "Ollama" in ans["notice"]  # the model could not be reached, so these are quotes
+        assert ans["citations"] and all(x["status"] == "verified" for x in ans["citations"])
+        cited = ans["citations"][0]
+        assert cited["quote"] in text and "[1]" in ans["answer"]
+
+        # Bad arguments: an error result the model can read, naming what is wrong; the server keeps serving.
+        for tool, args, words in [
+                ("search", {"query": "Paris", "k": 500}, ["k", "less than or equal to 50"]),
+                ("search", {}, ["query", "required"]),
+                ("search", {"query": 42}, ["query", "string"]),
+                ("search", {"query": "   "}, ["query is empty"]),
+                ("search", {"query": "Paris", "doc_ids": ["no-such-doc"]}, ["no-such-doc", "list_documents"]),
+                ("ask", {"question": "Paris?", "doc_ids": "not-a-list"}, ["doc_ids", "list"]),
+                ("get_passage", {"doc_id": "nope", "char_start": 0, "char_end": 5}, ["nope", "list_documents"]),
+                ("get_passage", {"doc_id": doc["doc_id"], "char_start": 50, "char_end": 10}, ["greater than"]),
+                ("get_passage", {"doc_id": doc["doc_id"], "char_start": -1, "char_end": 10}, ["char_start"]),
+                ("get_passage", {"doc_id": doc["doc_id"], "char_start": 10**6, "char_end": 10**6 + 1},
+                 ["past its end"]),
+                ("get_passage", {"doc_id": doc["doc_id"], "char_start": 0, "char_end": 10**6}, ["at most"]),
+                ("add_document", {"path": str(CAPITALS)}, ["Unknown tool"]),
+                ("search", {"query": "x" * 5000}, ["query", "2000"])]:
+            bad, message = await call(c, tool, args)
+            assert bad, (tool, args)
+            assert all(w.lower() in message.lower() for w in words), (tool, args, message)
+            assert "Traceback" not in message
+        assert (await call(c, "list_documents"))[1] == docs
+
+        # After --idle-close seconds without calls the server lets go, so the app can start again...
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                state["app"] = Library(settings, embedder=embedder)
+                break
+            except LibraryBusy:
+                assert time.monotonic() < deadline, "the server never closed the idle library"
+                await anyio.sleep(0.3)
+        bad, message = await call(c, "list_documents")  # ...and then it is the server that has to wait
+        assert bad and "QDRANT_URL" in message
+
+    try:
+        run_client(filled, ["--idle-close", "1"], body, tmp_path / "stderr.txt")
+    finally:
+        state["app"].close()
+    assert "Traceback" not in (tmp_path / "stderr.txt").read_text(encoding="utf-8")
+
+
+def test_write_tools_only_with_the_flag(tmp_path, protocol_log):
+    data = tmp_path / "data"
+    adams = json.loads((WIKI_FIXTURES / "redirect_query-fv2_adams-douglas.json").read_text(encoding="utf-8"))
+    summary = json.loads((WIKI_FIXTURES / "rest_page-summary_douglas-adams.json").read_text(encoding="utf-8"))
+    adams["query"]["pages"][0]["extract"] = summary["extract"]  # plain text, as in test_wikipedia.adams_body
+
+    async def body(c: Client) -> None:
+        assert {t.name for t in (await c.list_tools()).tools} == READ_TOOLS | WRITE_TOOLS
+        bad, added = await call(c, "add_document", {"path": str(CAPITALS)})
+        assert not bad and added["status"] == "added" and added["chunks"] > 1
+        assert (await call(c, "add_document", {"path": str(CAPITALS)}))[1]["status"] == "unchanged"
+        for path, words in [("relative/file.md", ["absolute path"]),
+                            (str(tmp_path / "missing.pdf"), ["missing.pdf"]),
+                            (str(tmp_path), ["folder"])]:
+            bad, message = await call(c, "add_document", {"path": path})
+            assert bad and any(w in message for w in words), message
+
+        bad, imported = await call(c, "import_wikipedia", {"title": "Adams, Douglas", "lang": "en"})
+        assert not bad, imported
+        assert (imported["status"], imported["title"], imported["license"]) == ("added", "Douglas Adams",
+                                                                                 "CC BY-SA 4.0")
+        assert imported["url"].startswith("https://en.wikipedia.org/wiki/")
+        bad, message = await call(c, "import_wikipedia", {"title": "Python", "lang": "en/../x"})
+        assert bad and "language" in message
+
+        bad, found = await call(c, "search", {"query": "Hitchhiker's Guide to the Galaxy author", "k": 1})
+        hit = found["passages"][0]
+        assert (hit["kind"], hit["license"]) == ("wikipedia", "CC BY-SA 4.0")
+        assert hit["url"].startswith("https://en.wikipedia.org/wiki/") and hit["revision_id"]
+        listed = (await call(c, "list_documents"))[1]["documents"]
+        assert {d["kind"] for d in listed} == {"md", "wikipedia"}
+
+        bad, ans = await call(c, "ask", {"question": "Which river flows through Lisbon?"})
+        assert not bad and ans["mode"] == "extractive" and "Tagus" in ans["answer"]
+        assert ans["notice"] == NOTICE_NO_LLM  # --no-llm: quotes by choice, no model asked
+
+    with WikiReplayServer() as wiki:
+        wiki.respond({"titles": "Adams, Douglas", "prop": "extracts"}, adams)
+        run_client(data, ["--allow-writes", "--no-llm"], body, tmp_path / "stderr.txt",
+                   DOCCHAT_WIKIPEDIA_API=wiki.url_template, DOCCHAT_WIKIPEDIA_CONTACT="docchat-tests@example.invalid",
+                   DOCCHAT_WIKIPEDIA_BACKOFF_S="0.02")
+
+
+def test_streamable_http_on_localhost(filled, tmp_path):
+    port = free_port()
+    env = {**os.environ, **server_env(filled)}
+    with (tmp_path / "out.txt").open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "rag_core", "mcp", "--http", "--port", str(port)],
+                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp_path / "out.txt").read_text()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+
+        async def main() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as c:
+                assert {t.name for t in (await c.list_tools()).tools} == READ_TOOLS
+                bad, message = await call(c, "get_passage", {"doc_id": "x", "char_start": 9, "char_end": 3})
+                assert bad and "greater than" in message
+
+        anyio.run(main)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.mark.slow
+def test_idle_close_never_fails_a_call_in_flight(filled, embedder):
+    """In process (the SDK's in-memory transport): calls spaced just over the idle time race the idle close (a
+    close takes ~0.2 s), yet all succeed, and each close really lets go of the embedded library."""
+    from rag_core.mcp_server import LibraryHolder, build_server
+
+    settings = Settings(data_dir=filled)
+    holder = LibraryHolder(settings, idle_close_s=0.02, embedder=embedder)
+    server = build_server(settings, holder, use_llm=False)
+    holder.start()
+    doc_id = ""
+    errors: list[str] = []
+
+    async def one(c: Client, i: int) -> None:
+        await anyio.sleep(0.06 * i)
+        tool, args = [("search", {"query": "Lisbon", "k": 1}), ("list_documents", {}),
+                      ("get_passage", {"doc_id": doc_id, "char_start": 0, "char_end": 40})][i % 3]
+        bad, out = await call(c, tool, args)
+        if bad:
+            errors.append(out)
+
+    async def main() -> None:
+        nonlocal doc_id
+        async with Client(server) as c:
+            doc_id = (await call(c, "list_documents"))[1]["documents"][0]["doc_id"]
+            for _ in range(2):
+                async with anyio.create_task_group() as tg:
+                    for i in range(30):
+                        tg.start_soon(one, c, i)
+                await anyio.sleep(0.4)  # idle: the watcher closes the library...
+                Library(settings, embedder=embedder).close()  # ...so another process (here: this one) can open it
+
+    try:
+        anyio.run(main)
+    finally:
+        holder.close()
+    assert not errors, errors[:3]
