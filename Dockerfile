@@ -14,20 +14,28 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
+# Tesseract OCR with English, German, French, Spanish and Arabic packs: scanned PDF pages are read offline (docs/ocr.md).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra \
+    tesseract-ocr-spa tesseract-ocr-ara \
+ && rm -rf /var/lib/apt/lists/*
+
 # CPU-only torch from PyTorch's CPU index first: PyPI's Linux wheel of the same version pulls ~3 GB of CUDA
 # libraries. requirements.txt pins the same version, so the second install keeps this one.
 COPY requirements.txt ./
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
  && pip install -r requirements.txt
 
-RUN useradd --create-home --uid 10001 --user-group --shell /usr/sbin/nologin docchat \
+# uid 1000: Hugging Face Spaces run the container as uid 1000 (deploy/huggingface/), so /data and /app must be its.
+RUN useradd --create-home --uid 1000 --user-group --shell /usr/sbin/nologin docchat \
  && mkdir -p /data \
  && chown docchat:docchat /data
 
-# The application (what .dockerignore leaves: app.py, pages/, ui_*.py, rag_core/, samples/, .streamlit/config.toml).
+# The application (.dockerignore is an allow-list: app.py, pages/, ui/, rag_core/, samples/, .streamlit/config.toml).
 COPY --chown=docchat:docchat . /app
 
-USER docchat
+# Numeric, so a platform that checks for a non-root user (runAsNonRoot) can tell without /etc/passwd.
+USER 1000:1000
 EXPOSE 8501
 VOLUME ["/data"]
 
