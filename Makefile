@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 PORT   ?= 8501
 
-.PHONY: run test lint install install-dev browser bench clean
+.PHONY: run test lint install install-dev browser ocr bench clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,15 +27,19 @@ install-dev: $(VENV)/.installed-dev
 browser:
 	@sh scripts/ensure_chromium.sh
 
-run: $(VENV)/.installed
+## Debian's Tesseract OCR + language packs (eng deu fra spa ara) for scanned PDFs, when missing and we are root.
+ocr:
+	@sh scripts/ensure_tesseract.sh
+
+run: $(VENV)/.installed ocr
 	$(VENV)/bin/streamlit run app.py --server.port $(PORT)
 
 ## The lint and type gate: ruff (pyflakes, bugbear, isort, pyupgrade, simplify) and mypy on rag_core.
 lint: $(VENV)/.installed-dev
-	$(VENV)/bin/ruff check rag_core ui pages app.py tests benchmarks
+	$(VENV)/bin/ruff check rag_core ui pages app.py tests benchmarks deploy
 	$(VENV)/bin/mypy
 
-test: $(VENV)/.installed-dev browser
+test: $(VENV)/.installed-dev browser ocr
 	$(PY) -m pytest -q
 
 bench: $(VENV)/.installed-dev

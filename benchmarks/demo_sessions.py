@@ -28,6 +28,8 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks.memory import status_mb
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "tests" / "fixtures" / "documents"
 # (file, question about it); None: a generated Markdown note with a question only that visitor's note answers
@@ -35,16 +37,6 @@ FILES = [(None, "What did visitor {i} record about the river level?"),
          ("pdf_text_4-pages_pdflatex.pdf", "What does a blind text give you information about?"),
          ("docx_headings_toc.docx", "Which is better, simple or complex?")]
 GOAL_MB = 1536
-
-
-def status_mb() -> tuple[float, float]:
-    """(VmRSS, VmHWM) of this process in MiB."""
-    fields = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            fields[key] = int(value.split()[0]) / 1024
-    return round(fields["VmRSS"], 1), round(fields["VmHWM"], 1)
 
 
 def note(i: int) -> bytes:

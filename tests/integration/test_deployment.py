@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from deploy.image import instructions
 from rag_core.backends import edge_path, open_backend
 from rag_core.config import DEFAULT_OLLAMA_MODEL, load_settings
 from rag_core.errors import LibraryBusy, StoreUnavailable
@@ -29,14 +30,7 @@ def compose() -> dict:
 @pytest.fixture(scope="module")
 def dockerfile() -> list[tuple[str, str]]:
     """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
-    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            word, _, rest = line.partition(" ")
-            out.append((word.upper(), rest.strip()))
-    return out
+    return instructions(DOCKERFILE.read_text())
 
 
 def _env(service: dict) -> dict[str, str]:
