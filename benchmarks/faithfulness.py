@@ -39,7 +39,7 @@ from rag_core.retrieval import retrieve
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CACHE = ROOT / "benchmarks" / ".cache" / "faithfulness"
+CACHE = ROOT / "benchmarks" / ".cache"  # the same cached XQuAD library as benchmarks/answers.py and `docchat eval`
 UNANSWERABLE = ROOT / "benchmarks" / "data" / "unanswerable.jsonl"
 SEED = 7
 ANSWER_TOKENS = 60  # num_predict for the real model: enough for one or two sentences
@@ -103,6 +103,11 @@ class Row:
     def refused(self) -> bool:
         return self.answer.mode == "not_found"
 
+    @property
+    def withheld(self) -> bool:
+        """A model answer none of whose sentences was backed, replaced by the closest quotes."""
+        return "withheld_text" in self.answer.extra
+
     def citation_support(self, answer: Answer, statuses: tuple[str, ...]) -> list[tuple[bool, object]]:
         """(passage holds the gold answer, citation) for citations with these statuses backing a gold sentence."""
         out = []
@@ -159,6 +164,9 @@ def summarise(rows: list[Row]) -> dict:
         "answers_with_verified": share([True] * with_verified + [False] * (len(answered) - with_verified)),
         "answers_with_verified_or_matched": share([True] * with_backed + [False] * (len(answered) - with_backed)),
         "refusal": share(r.refused for r in una), "false_refusal": share(r.refused for r in ans),
+        "withheld_unanswerable": share(r.withheld for r in una), "withheld_answerable": share(r.withheld for r in ans),
+        "refused_or_withheld_unanswerable": share(r.refused or r.withheld for r in una),
+        "gold_when_withheld": share(contains(r.answer.text, r.item.gold) for r in ans if r.withheld),
         "refusal_with_gate": share(g for g, r in zip(gate, rows) if not r.item.answerable),
         "false_refusal_with_gate": share(g for g, r in zip(gate, rows) if r.item.answerable),
         **{f"refusal_coverage_{t}": share(g for g, r in zip(cover[t], rows) if not r.item.answerable)
@@ -305,6 +313,10 @@ def print_table(report: dict) -> None:
         ("answers with ≥ 1 verified or matched citation", "", "answers_with_verified_or_matched", _pct),
         ("refusals on unanswerable", "≥ 90 %", "refusal", _pct),
         ("false refusals on answerable", "≤ 10 %", "false_refusal", _pct),
+        ("model answer withheld (quotes shown instead): unanswerable", "", "withheld_unanswerable", _pct),
+        ("… answerable (the cost)", "", "withheld_answerable", _pct),
+        ("… gold answer in the quotes shown instead", "", "gold_when_withheld", _pct),
+        ("refused or withheld on unanswerable", "", "refused_or_withheld_unanswerable", _pct),
         ("refusals if unbacked answers were withheld", "", "refusal_with_gate", _pct),
         ("false refusals with that gate", "", "false_refusal_with_gate", _pct),
         *[(f"refusals if evidence covers < {t:.0%} of the question", "", f"refusal_coverage_{t}", _pct)

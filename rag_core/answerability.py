@@ -33,6 +33,7 @@ DETAILS_MISSING = ("DocChat looked for {terms} in the passages it found and in t
 _WORD = r"[^\W\d_][\w'’.-]*"
 _NAME_RE = re.compile(rf"(?:[A-Z]{_WORD}|\d[\d,.]*)(?:\s+(?:(?:of|de|von|van|the|and|der|la|le|du|al)\s+)?"
                       rf"(?:[A-Z]{_WORD}|\d[\d,.]*))*")
+_MARKER_RE = re.compile(r"\[[\d,\s–-]*\]")
 _ACRONYM_RE = re.compile(r"[A-Z]{2,5}")
 _QUESTION_OPENERS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how", "in", "on",
                                "at", "the", "a", "an", "is", "was", "are", "were", "did", "do", "does", "according",
@@ -60,12 +61,13 @@ def key_phrases(question: str) -> list[str]:
     """The names and numbers of a question as phrases: runs of capitalised words and numbers ("Super Bowl 51",
     "Martin Luther"), without a question word that merely opens the sentence."""
     out: list[str] = []
+    question = _MARKER_RE.sub(" ", question)  # "… e.g. [1]": a citation marker is not a number asked about
     for m in _NAME_RE.finditer(question):
         words = m.group().split()
-        if m.start() == len(question) - len(question.lstrip()) and len(words) == 1 and not _ACRONYM_RE.fullmatch(
-                words[0]) and not words[0][0].isdigit():
+        starts = not question[:m.start()].strip() or question[:m.start()].rstrip()[-1] in ".?!:;"
+        if starts and len(words) == 1 and not _ACRONYM_RE.fullmatch(words[0]) and not words[0][0].isdigit():
             continue  # a capitalised first word alone ("Boycotting, …") is the sentence start, not a name
-        while words and words[0].casefold().strip("'’") in _QUESTION_OPENERS and m.start() == question.find(words[0]):
+        while words and words[0].casefold().strip("'’") in _QUESTION_OPENERS and starts:
             words = words[1:]
         for part in re.split(r"\s+and\s+", " ".join(words)):
             phrase = _strip_possessive(re.sub(r"^(?:the|The)\s+", "", part))

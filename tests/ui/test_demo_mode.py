@@ -209,6 +209,21 @@ def test_banner_says_extractive_and_settings_hide_the_server(demo):
     assert "this browser tab" in _page(dave) and "session" not in _page(dave)
 
 
+def test_suggested_questions_are_buttons_that_ask_and_are_answered_from_the_samples(demo):
+    from rag_core.demo import SAMPLE_QUESTIONS
+
+    fay = new_app()
+    assert [b.label for b in fay.button if (b.key or "").startswith("suggestion-")] == list(SAMPLE_QUESTIONS)
+    button(fay, SAMPLE_QUESTIONS[0]).click().run()
+    assert not fay.exception
+    asked, turn = fay.session_state["chat_turns"][-2:]
+    assert asked["role"] == "user" and asked["text"] == SAMPLE_QUESTIONS[0]
+    answer = turn["answer"]
+    assert answer.mode == "extractive" and "errors should never pass silently" in answer.text.splitlines()[0].lower()
+    assert {c.passage.chunk.doc_id for c in answer.citations} <= demo.samples
+    assert not [b for b in fay.button if (b.key or "").startswith("suggestion-")]  # offered on an empty chat only
+
+
 def test_remote_model_uses_the_servers_host_and_key_never_the_visitors(demo):
     from ui import state as ui_state
 

@@ -89,7 +89,9 @@ def test_ranking_is_instant_without_the_model():
     t0 = time.perf_counter()
     for _ in range(10):
         Q.rank_quotes("Which river flows through topic 3?", passages)
-    assert (time.perf_counter() - t0) / 10 < 0.03  # 180 candidates well inside the 30 ms answer budget
+    # ~3 ms on a quiet 2-core machine (benchmarks/answers.py measures the budget); this bound only catches blow-ups
+    # such as a backtracking regex, with room for a machine loaded by other tests.
+    assert (time.perf_counter() - t0) / 10 < 0.25
 
 
 # --------------------------------------------------------------------------- answerability
