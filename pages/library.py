@@ -22,6 +22,7 @@ WAITING_ICON = ":material/hourglass_top:"
 STAGE_TEXT = {
     "": "Starting…",
     "reading": "Reading the file…",
+    "ocr": "Reading scanned pages (OCR)…",
     "chunking": "Splitting it into passages…",
     "embedding": "Learning what each passage is about…",
     "saving": "Saving to your library…",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from annotated_types import Interval, MinLen
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, StringConstraints, ValidationError, model_validator
 from pydantic.config import JsonDict
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
@@ -67,6 +67,14 @@ class Settings(BaseSettings):
     """Seconds one file may take to index (read, split, embed, save); then it is stopped and the library left as it was."""
     ingest_workers: Annotated[int, Interval(ge=1, le=16)] = Field(2, validation_alias="DOCCHAT_INGEST_WORKERS")
     """Files indexed at the same time, taken in turn from each person's queue (at most one per person at a time)."""
+    ocr: bool = Field(True, validation_alias="DOCCHAT_OCR")
+    """Read scanned PDF pages (pages without a text layer) with Tesseract OCR; off refuses scan-only files."""
+    ocr_language: Annotated[str, StringConstraints(pattern=r"^(auto|[a-z][a-z_]{1,19}(\+[a-z][a-z_]{1,19}){0,4})$")] = (
+        Field("eng", validation_alias="DOCCHAT_OCR_LANGUAGE", json_schema_extra={
+            "allowed": "“auto” or Tesseract language codes joined by “+” (e.g. eng, deu+eng)"}))
+    """Tesseract language of scanned pages ("eng", "deu", "fra", "spa", "ara", or several: "deu+eng"); "auto" detects it."""
+    ocr_dpi: Annotated[int, Interval(ge=100, le=600)] = Field(300, validation_alias="DOCCHAT_OCR_DPI")
+    """Resolution scanned pages are read at; lower is faster, higher reads small print better."""
     # -- language model ----------------------------------------------------------
     ollama_host: NonEmpty = Field("http://localhost:11434", validation_alias="OLLAMA_HOST")
     """Where Ollama runs."""
@@ -256,6 +264,8 @@ def allowed(field: str) -> str:
         return "a folder path"
     if ann is bool:
         return "true or false"
+    if isinstance(info.json_schema_extra, dict) and "allowed" in info.json_schema_extra:
+        return str(info.json_schema_extra["allowed"])
     if ann is str:
         return "non-empty text" if any(isinstance(m, MinLen) for m in info.metadata) else "any text"
     noun = "a whole number" if ann is int else "a number"

@@ -115,12 +115,33 @@ class CorruptFile(IngestError):
 
 
 class NoTextLayer(IngestError):
-    def __init__(self, file_name: str) -> None:
-        super().__init__(
-            file_name,
-            "the file contains only scanned images, no selectable text.",
-            "Run it through OCR (e.g. “Save as searchable PDF” in your scanner software) and upload the result.",
-        )
+    """A scan without a text layer that OCR could not read; `why` (rag_core.loaders.ocr) says what stopped it."""
+
+    def __init__(self, file_name: str, why: str | None = None) -> None:
+        elsewhere = ("or run it through OCR (e.g. “Save as searchable PDF” in your scanner software) and upload the "
+                     "result.")
+        if why == "off":
+            problem, advice = "the file contains only scanned images, and OCR is turned off.", (
+                f"Turn OCR on (DOCCHAT_OCR=true) and add it again, {elsewhere}")
+        elif why == "no-tesseract":
+            problem, advice = "the file contains only scanned images, and OCR (Tesseract) is not installed here.", (
+                f"Install it (`make ocr`, or `apt-get install tesseract-ocr tesseract-ocr-eng`) and add it again, "
+                f"{elsewhere}")
+        elif why and why.startswith("no-language:"):
+            codes = why.partition(":")[2].split("+")
+            packs = " ".join(f"tesseract-ocr-{c}" for c in codes)
+            problem = f"the file contains only scanned images, and the OCR language pack “{'+'.join(codes)}” is missing."
+            advice = (f"Install it (`apt-get install {packs}`) or set DOCCHAT_OCR_LANGUAGE to an installed language, "
+                      f"{elsewhere}")
+        elif why == "empty":
+            problem, advice = "the file contains only scanned images, and OCR found no text in them.", (
+                "Check the scan is readable (not blank, not upside down), or run it through other OCR software "
+                "and upload the result.")
+        else:
+            problem, advice = "the file contains only scanned images, no selectable text.", (
+                "Run it through OCR (e.g. “Save as searchable PDF” in your scanner software) and upload the result.")
+        super().__init__(file_name, problem, advice, details=f"OCR: {why}" if why else "")
+        self.why = why
 
 
 class NoText(IngestError):

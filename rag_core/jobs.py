@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 Work = Callable[[Progress], Any]  # returns a result with .status and .error (IngestResult, WikiImportResult, ...)
 STAGES = ("reading", "chunking", "embedding", "saving")
-STAGE_ALIASES = {"downloading": "reading"}  # Wikipedia imports download instead of reading a file
+STAGE_ALIASES = {"downloading": "reading", "ocr": "reading"}  # downloading (Wikipedia) and OCR are reading
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,7 @@ class Library:
             deadline = self.deadline(file_name)
             if progress:
                 progress("reading", 0, 1)
-            doc = load_bytes(data, file_name, self.settings, deadline)
+            doc = load_bytes(data, file_name, self.settings, deadline, progress)  # ("ocr", page, pages) for scans
             return self.ingest_document(doc, owner, progress, label, original=data, deadline=deadline)
         except DocChatError as e:
             log.info("Could not add %s: %s", file_name, e)

@@ -28,6 +28,18 @@ class SourceMeta:
     retrieved_at: str | None = None
     lang: str | None = None
     page_id: int | None = None
+    scanned_pages: str = ""  # pages whose text was recognised from a scan (OCR), as ranges: "1-3,7"
+
+    def scanned(self, first: int | None, last: int | None) -> bool:
+        """Whether any page from `first` to `last` (1-based) had its text recognised from a scan."""
+        if not self.scanned_pages or first is None:
+            return False
+        last = first if last is None else last
+        for part in self.scanned_pages.split(","):
+            low, _, high = part.partition("-")
+            if low.isdigit() and (high or low).isdigit() and int(low) <= last and first <= int(high or low):
+                return True
+        return False
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,11 @@ class Chunk:
     def section(self) -> str:
         """Heading path joined for display ("" when the chunk has none)."""
         return " › ".join(self.heading_path)
+
+    @property
+    def from_scan(self) -> bool:
+        """The chunk's text (or part of it) was recognised from a scanned page by OCR."""
+        return self.source.scanned(self.page_start, self.page_end)
 
 
 @dataclass(frozen=True)

@@ -326,7 +326,7 @@ class SessionLibrary:
                 progress("reading", 0, 1)
             self._library.check_size(name, len(data))
             deadline = self._library.deadline(name)  # the file's time budget covers reading it too
-            doc = load_bytes(data, name, self.settings, deadline)  # ingest_document scopes the id to this owner
+            doc = load_bytes(data, name, self.settings, deadline, progress)  # ingest_document scopes the id to the owner
             result = self._library.ingest_document(doc, owner=self.session_id, progress=progress, label=name,
                                                    original=data, deadline=deadline)
         except DocChatError as e:

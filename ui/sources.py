@@ -26,6 +26,7 @@ PARTIAL_NOTE = ("This passage backs the highlighted part, but not every sentence
 PAGE_FAILED = "This page could not be drawn. The quote above is the passage the reply cites."
 TURN_FAILED = "This earlier reply could not be shown. Ask the question again to see it."
 MATCHED_NOTE = "The reply did not cite this passage, but it backs what the reply says."
+SCANNED_NOTE = "Text recognised from a scan (OCR): a word may be misread, so check it on the page."
 
 
 def escaped_stream(deltas: Iterable[str]) -> Iterator[str]:
@@ -110,6 +111,8 @@ def show_citation(c: Citation, key: str, ws: Workspace) -> None:
             st.caption(":material/warning: " + (UNSUPPORTED_NOTE if c.evidence_start is None else PARTIAL_NOTE))
         elif c.status == "matched":
             st.caption(":material/link: " + MATCHED_NOTE)
+        if chunk.from_scan:
+            st.caption(":material/document_scanner: " + SCANNED_NOTE)
         if chunk.source.kind == "wikipedia":
             _wikipedia_lines(chunk)
         elif chunk.source.kind == "pdf" and chunk.page_start:

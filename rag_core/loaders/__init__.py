@@ -17,7 +17,7 @@ from pathlib import Path, PurePath
 from rag_core.budget import Deadline
 from rag_core.config import Settings
 from rag_core.errors import CorruptFile, EmptyFile, FileTooLarge, NotARegularFile, UnsupportedFileType
-from rag_core.models import Document, SourceMeta
+from rag_core.models import Document, Progress, SourceMeta
 
 from ._common import Extracted, doc_id_for
 
@@ -79,18 +79,22 @@ def check_size(file_name: str, size: int, settings: Settings) -> None:
         raise FileTooLarge(file_name, settings.max_upload_mb)
 
 
-def load_bytes(data: bytes, file_name: str, settings: Settings, deadline: Deadline | None = None) -> Document:
+def load_bytes(data: bytes, file_name: str, settings: Settings, deadline: Deadline | None = None,
+               progress: Progress | None = None) -> Document:
     """Load an uploaded file's bytes into a Document, or raise an IngestError with a friendly message (IngestTimedOut
-    once `deadline` has passed: PDF and Word files are read in a child process stopped at it)."""
+    once `deadline` has passed: PDF and Word files are read in a child process stopped at it); `progress` gets
+    ("ocr", page, pages) while scanned PDF pages are read (rag_core.loaders.ocr)."""
     check_size(file_name, len(data), settings)
     if not data or data.isspace():
         raise EmptyFile(file_name)
     kind = sniff_kind(data, file_name)
     log.debug("loading %s (%d bytes) as %s", file_name, len(data), kind)
     if kind == "pdf":
+        from .ocr import OcrOptions
         from .pdf import load_pdf
 
-        extracted: Extracted = load_pdf(data, file_name, deadline)
+        ocr = OcrOptions(settings.ocr, settings.ocr_language, settings.ocr_dpi)
+        extracted: Extracted = load_pdf(data, file_name, deadline, ocr, progress)
     elif kind == "docx":
         from .docx import load_docx
 
@@ -104,7 +108,8 @@ def load_bytes(data: bytes, file_name: str, settings: Settings, deadline: Deadli
         doc_id=doc_id,
         text=extracted.text,
         sections=extracted.sections,
-        source=SourceMeta(file_name=file_name, title=extracted.title, kind=kind, sha256=sha256),
+        source=SourceMeta(file_name=file_name, title=extracted.title, kind=kind, sha256=sha256,
+                          scanned_pages=extracted.scanned_pages),
         page_count=extracted.page_count,
         page_starts=extracted.page_starts,
     )

@@ -25,6 +25,7 @@ class Extracted(NamedTuple):
     title: str
     page_count: int | None = None
     page_starts: tuple[int, ...] = ()
+    scanned_pages: str = ""  # pages read by OCR, as ranges ("1-3,7"), see SourceMeta.scanned_pages
 
 
 def normalize_newlines(text: str) -> str:

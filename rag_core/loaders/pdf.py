@@ -16,6 +16,7 @@ import pymupdf
 
 from rag_core.budget import Deadline
 from rag_core.errors import CorruptFile, EncryptedFile, IngestTimedOut, NoText, NoTextLayer
+from rag_core.models import Progress
 
 from ._common import Extracted, HeadingStack, build_sections, clean_text, collapse_ws, file_stem
 from ._isolated import run_isolated
@@ -33,6 +34,7 @@ from ._pdf_layout import (
     page_paragraphs,
     split_columns,
 )
+from .ocr import MIN_LETTERS, OcrOptions, Recogniser, layer_letters, page_ranges, shows_image, split_at_gutters
 
 log = logging.getLogger(__name__)
 
@@ -62,13 +64,17 @@ class _Para:
     key: str
 
 
-def load_pdf(data: bytes, file_name: str, deadline: Deadline | None = None) -> Extracted:
-    """Extract a PDF: text in reading order, pages joined by blank lines, sections from outline or fonts; read in a
-    child process that is stopped at `deadline` (IngestTimedOut), see rag_core.loaders._isolated."""
-    return run_isolated(read_pdf, (data, file_name), deadline or Deadline.never(file_name), "PDF")
+def load_pdf(data: bytes, file_name: str, deadline: Deadline | None = None, ocr: OcrOptions | None = None,
+             progress: Progress | None = None) -> Extracted:
+    """Extract a PDF: text in reading order, pages joined by blank lines, sections from outline or fonts; pages
+    without a text layer read by OCR (`ocr`, rag_core.loaders.ocr); read in a child process that is stopped at
+    `deadline` (IngestTimedOut), see rag_core.loaders._isolated; `progress` gets ("ocr", pages done, pages) while
+    scanned pages are read."""
+    return run_isolated(read_pdf, (data, file_name, ocr), deadline or Deadline.never(file_name), "PDF", progress)
 
 
-def read_pdf(data: bytes, file_name: str, deadline: Deadline) -> Extracted:
+def read_pdf(data: bytes, file_name: str, ocr: OcrOptions | None = None, *, deadline: Deadline,
+             progress: Progress | None = None) -> Extracted:
     """`load_pdf` in this process, checking `deadline` between pages."""
     # PyMuPDF is not thread-safe (one global MuPDF context), and Streamlit serves sessions on threads.
     left = deadline.left()
@@ -80,7 +86,7 @@ def read_pdf(data: bytes, file_name: str, deadline: Deadline) -> Extracted:
         pymupdf.TOOLS.mupdf_display_warnings(False)
         pymupdf.TOOLS.reset_mupdf_warnings()
         try:
-            return _load_locked(data, file_name, deadline)
+            return _load_locked(data, file_name, deadline, ocr or OcrOptions(), progress)
         finally:
             warnings = pymupdf.TOOLS.mupdf_warnings(reset=True)
             if warnings:
@@ -89,7 +95,8 @@ def read_pdf(data: bytes, file_name: str, deadline: Deadline) -> Extracted:
         _MUPDF_LOCK.release()
 
 
-def _load_locked(data: bytes, file_name: str, deadline: Deadline) -> Extracted:
+def _load_locked(data: bytes, file_name: str, deadline: Deadline, ocr: OcrOptions, progress: Progress | None
+                 ) -> Extracted:
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
     except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as e:
@@ -101,16 +108,24 @@ def _load_locked(data: bytes, file_name: str, deadline: Deadline) -> Extracted:
             raise CorruptFile(file_name, "the PDF has no pages")
         if doc.is_repaired:
             log.info("%s: damaged PDF structure was repaired while opening", file_name)
-        return _extract(doc, file_name, deadline)
+        return _extract(doc, file_name, deadline, Recogniser(ocr, file_name, progress))
     finally:
         doc.close()
 
 
-def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline) -> Extracted:
+def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: Recogniser) -> Extracted:
     pages = []
-    for i in range(doc.page_count):  # one page is the longest step between two checks
+    for i in range(doc.page_count):  # one page (OCR included) is the longest step between two checks
         deadline.check()
-        pages.append(_read_page(doc, i, file_name))
+        page = _read_page(doc, i, file_name)
+        if layer_letters(page) < MIN_LETTERS and shows_image(pdf_page := doc[i]) and reader.available:
+            textpage = reader.textpage(pdf_page, doc.page_count)  # no usable text layer: a scanned page
+            if textpage is not None:
+                page = _read_page(doc, i, file_name, (pdf_page, textpage))
+        pages.append(page)
+    if reader.pages:
+        log.info("%s: %d scanned pages read by OCR (%s) in %.1f s", file_name, len(reader.pages), reader.language,
+                 reader.seconds)
     _remove_running_lines(pages)
     body_size = body_font_size(pages)
     heading_levels = font_heading_levels(pages, body_size)
@@ -141,7 +156,7 @@ def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline) -> Extra
         for i in range(doc.page_count):
             deadline.check()
             if doc[i].get_images():
-                raise NoTextLayer(file_name)
+                raise NoTextLayer(file_name, "empty" if reader.pages else reader.problem)
         raise NoText(file_name)
 
     heads = _outline_heads(doc, paras, page_starts, file_name)
@@ -149,16 +164,19 @@ def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline) -> Extra
         stack = HeadingStack()
         heads = [(offset, stack.push(level, label)) for offset, level, label in font_heads]
     title = _meaningful_title((doc.metadata or {}).get("title") or "") or file_stem(file_name)
-    return Extracted(text, build_sections(text, heads), title, doc.page_count, tuple(page_starts))
+    return Extracted(text, build_sections(text, heads), title, doc.page_count, tuple(page_starts),
+                     page_ranges(i + 1 for i in reader.pages))
 
 
 # ---------------------------------------------------------------- reading a page
 
 
-def _read_page(doc: pymupdf.Document, index: int, file_name: str) -> Page:
+def _read_page(doc: pymupdf.Document, index: int, file_name: str,
+               ocr: tuple[pymupdf.Page, pymupdf.TextPage] | None = None) -> Page:
     page = Page(index)
     try:
-        raw = doc[index].get_text("dict", flags=_FLAGS)
+        raw = doc[index].get_text("dict", flags=_FLAGS) if ocr is None else \
+            split_at_gutters(ocr[0].get_text("rawdict", textpage=ocr[1]))
     except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as e:
         log.warning("%s: page %d could not be read and is skipped (%s)", file_name, index + 1, e)
         return page
@@ -182,8 +200,8 @@ def _read_page(doc: pymupdf.Document, index: int, file_name: str) -> Page:
             for s in spans:
                 weights[round(float(s.get("size", 0.0)), 1)] += len(s["text"].strip())
             visible = [s for s in spans if s["text"].strip()]
-            bold = all(int(s.get("flags", 0)) & _BOLD for s in visible)
-            mono = all(
+            bold = ocr is None and all(int(s.get("flags", 0)) & _BOLD for s in visible)
+            mono = ocr is None and all(
                 int(s.get("flags", 0)) & _MONO or _MONO_FONT_RE.search(str(s.get("font", ""))) for s in visible
             )
             x0, y0, x1, y1 = line["bbox"]
@@ -194,7 +212,8 @@ def _read_page(doc: pymupdf.Document, index: int, file_name: str) -> Page:
             else:
                 letters += len(text)  # upper bound is enough: only the RTL share matters
         for column in split_columns(lines):
-            rows = build_rows(column)
+            # OCR lines are Tesseract's own rows: their boxes overlap, so they are not merged by baseline
+            rows = build_rows(column) if ocr is None else [r for line in column for r in build_rows([line])]
             if rows:
                 page.blocks.append(Block(rows))
     page.rtl = letters > 0 and rtl_chars > letters / 2

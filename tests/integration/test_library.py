@@ -80,8 +80,6 @@ def test_heading_paths_reach_search_results(library):
 BAD_INPUTS = [
     ("pdf_encrypted_user-password.pdf", None, "password"),
     ("pdf_corrupt_header-and-eof-only.pdf", None, "damaged"),
-    ("pdf_scanned_image-only_book-page.pdf", None, "scanned"),
-    ("pdf_scanned_image-only_two-columns.pdf", None, "scanned"),
     ("empty.pdf", b"", "empty"),
     ("empty.txt", b"", "empty"),
     ("renamed.pdf", b"Just some plain text that pretends to be a PDF.\n", "PDF"),

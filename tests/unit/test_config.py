@@ -39,6 +39,7 @@ SAMPLE = {
     "demo_client_questions_per_minute": "15", "demo_client_page_renders_per_minute": "9", "demo_total_files": "99",
     "demo_total_mb": "999", "demo_questions_per_minute_total": "77", "demo_page_renders_per_minute_total": "88",
     "demo_trust_proxy": "True", "ingest_timeout_s": "120", "ingest_workers": "3",
+    "ocr": "False", "ocr_language": "deu+eng", "ocr_dpi": "200",
 }
 
 
@@ -57,7 +58,7 @@ def test_the_environment_variable_names_are_unchanged():
     assert ENV_VARS["QDRANT_URL"] == "qdrant_url" and ENV_VARS["DOCCHAT_NUM_CTX_MAX"] == "max_context_tokens"
     assert ENV_VARS["DOCCHAT_MAX_DOCX_UNPACKED_MB"] == "max_docx_uncompressed_mb"
     assert ENV_VARS["DOCCHAT_DEMO_IDLE_MINUTES"] == "demo_session_idle_minutes"
-    assert len(ENV_VARS) == len(Settings.model_fields) == 43
+    assert len(ENV_VARS) == len(Settings.model_fields) == 46
 
 
 @pytest.mark.parametrize("field", list(Settings.model_fields))

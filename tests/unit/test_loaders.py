@@ -256,9 +256,9 @@ def test_pdf_encrypted_raises_encrypted_file() -> None:
 
 
 @pytest.mark.parametrize("name", ["pdf_scanned_image-only_book-page.pdf", "pdf_scanned_image-only_two-columns.pdf"])
-def test_pdf_scanned_without_text_layer(name: str) -> None:
+def test_pdf_scanned_without_text_layer_is_refused_when_ocr_is_off(name: str) -> None:
     with pytest.raises(NoTextLayer) as info:
-        load_data((DOCS / name).read_bytes(), name)
+        load_data((DOCS / name).read_bytes(), name, Settings(ocr=False))
     assert name in str(info.value)
     assert "OCR" in str(info.value)
 
