@@ -61,10 +61,12 @@ def _job_box(job: JobView) -> None:
     if job.state == "queued":
         with st.expander(label, expanded=True, icon=WAITING_ICON):
             st.progress(0.0, text=WAITING_TEXT)
+        _stop_button(job)
         return
     if job.state == "running":  # not `with st.status(...)`: leaving that block turns its spinner into a tick
         st.status(label, state="running", expanded=True).progress(
             job.fraction, text=STAGE_TEXT.get(job.stage, STAGE_TEXT[""]))
+        _stop_button(job)
         return
     r = job.result
     if r is None:
@@ -79,11 +81,23 @@ def _job_box(job: JobView) -> None:
     elif r.status == "unchanged":
         with st.status(f"**{name}** is already in your library", state="complete"):
             st.write("Nothing was changed.")
+    elif r.status == "stopped":
+        st.info(render.message_markdown(r.error or f"Adding {name} was stopped; nothing was added."),
+                icon=":material/stop_circle:")
     else:
         st.error(render.message_markdown(r.error or "The file could not be added."), icon=":material/error:",
                  title=f"Could not add {name}")
         if getattr(r, "details", ""):
             show_details(r.details)
+
+
+def _stop_button(job: JobView) -> None:
+    """Stop beside a queued or running file: it ends within a second or so and nothing of it is kept (not for
+    Wikipedia jobs: their download has a timer of its own that Stop does not reach)."""
+    if job.kind == "file" and st.button("Stop", key=f"stop_{job.id}", icon=":material/stop:", type="tertiary",
+                 help="Stop adding this file; your library stays as it was."):
+        ws.cancel_job(job.id)
+        st.rerun()
 
 
 def _jobs_area(job_ids: list[str]) -> None:

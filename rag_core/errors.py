@@ -94,6 +94,13 @@ class IngestTimedOut(IngestError):
         self.limit_s, self.projected = limit_s, projected
 
 
+class IngestCancelled(IngestError):
+    """Someone pressed Stop (IngestQueue.cancel) while the file was waiting or being added; nothing was stored."""
+
+    def __init__(self, file_name: str) -> None:
+        DocChatError.__init__(self, f"Adding “{file_name}” was stopped; nothing was added.", file_name=file_name)
+
+
 class EncryptedFile(IngestError):
     def __init__(self, file_name: str) -> None:
         super().__init__(

@@ -6,6 +6,10 @@ their own, at most one of their jobs runs at a time (in the order they were subm
 next job from the owners in turn. So a second visitor's small file starts while the first visitor's big one runs,
 and no one occupies every worker while others wait. Each job is bounded by the file's time budget
 (DOCCHAT_INGEST_TIMEOUT_S, enforced by the library), so a worker is never held longer than that.
+
+`cancel(job_id)` stops a job (the Stop button): a queued one is marked stopped at once, a running one has its
+deadline made to pass now (rag_core.budget.cancellable), so it ends at its next check with nothing stored, by the
+same path as a file that ran out of time, and its result says "stopped".
 """
 from __future__ import annotations
 
@@ -19,7 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from .errors import DocChatError
+from .budget import cancellable
+from .errors import DocChatError, IngestCancelled
 from .models import Progress
 
 if TYPE_CHECKING:  # the library pulls in Qdrant and the model: pages import this module before painting
@@ -69,6 +74,7 @@ class IngestQueue:
         self.workers = workers or library.settings.ingest_workers
         self._jobs: dict[str, JobView] = {}
         self._work: dict[str, Work] = {}
+        self._cancel: dict[str, threading.Event] = {}  # job id -> set when Stop was pressed (queued and running)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._waiting: dict[str | None, deque[str]] = {}  # owner -> their queued job ids, oldest first
@@ -84,6 +90,7 @@ class IngestQueue:
         with self._changed:
             self._jobs[job_id] = JobView(job_id, label, owner, "queued", kind=kind, submitted=time.time())
             self._work[job_id] = work
+            self._cancel[job_id] = threading.Event()
             self._waiting.setdefault(owner, deque()).append(job_id)
             self._start_workers()
             self._changed.notify_all()
@@ -97,6 +104,43 @@ class IngestQueue:
             return library.ingest_bytes(data, file_name, owner=owner, progress=progress)
 
         return self.submit(file_name, work, owner)
+
+    def cancel(self, job_id: str, owner: str | None = None) -> bool:
+        """Stop one of `owner`'s queued or running jobs, leaving the library as it was; False when there is no such
+        job or it has finished. A running job ends at its next deadline check (well under a second)."""
+        with self._changed:
+            job = self._jobs.get(job_id)
+            event = self._cancel.get(job_id)
+            if job is None or job.owner != owner or job.state == "done" or event is None:
+                return False
+            event.set()
+            if job.state != "queued":
+                log.info("Stopping %s (cancelled)", job.label)
+                return True
+            queued = self._waiting.get(owner)
+            if queued is not None and job_id in queued:
+                queued.remove(job_id)
+                if not queued:
+                    del self._waiting[owner]
+            work = self._work.pop(job_id)
+            del self._cancel[job_id]
+            self._jobs[job_id] = replace(job, state="done", result=_stopped(job.label))
+            self._changed.notify_all()
+        log.info("Removed %s from the queue (cancelled)", job.label)
+        if job.kind != "file":
+            return True
+        # a file's work still runs once, already cancelled, so the room it reserved (demo) is released: it stops at
+        # its first deadline check, before reading anything big
+        threading.Thread(target=self._discard, args=(job.label, work, event), daemon=True,
+                         name="docchat-ingest-cancelled").start()
+        return True
+
+    def _discard(self, label: str, work: Work, event: threading.Event) -> None:
+        with cancellable(event):
+            try:
+                work(lambda stage, done, total: None)
+            except Exception:  # noqa: BLE001 - nobody waits for this result
+                log.debug("cancelled job %s ended with an error", label, exc_info=True)
 
     # -- reading -------------------------------------------------------------
     def jobs(self, job_ids: Iterable[str]) -> list[JobView]:
@@ -181,13 +225,18 @@ class IngestQueue:
                     self._changed.wait()  # queued jobs all belong to owners with a job running
                     job_id = self._take()
                 work = self._work.pop(job_id)
+                event = self._cancel.get(job_id) or threading.Event()
                 view = self._jobs[job_id]
             try:
                 self._update(job_id, state="running", stage="")
-                result = self._execute(job_id, view.label, work)
+                with cancellable(event):
+                    result = self._execute(job_id, view.label, work)
+                if event.is_set() and view.kind == "file" and getattr(result, "status", None) == "failed":
+                    result = _stopped(view.label)  # stopped by hand: whatever it failed with on the way out
                 self._update(job_id, state="done", result=result)
             finally:
                 with self._changed:
+                    self._cancel.pop(job_id, None)
                     self._running.discard(view.owner)
                     self._changed.notify_all()
             self._prune()
@@ -202,6 +251,8 @@ class IngestQueue:
 
         try:
             return work(progress)
+        except IngestCancelled:
+            return _stopped(label)
         except DocChatError as e:
             return IngestResult(label, "failed", error=str(e), details=e.details)
         except Exception:  # noqa: BLE001 - the worker must survive; the user gets a sentence, the log the traceback
@@ -225,3 +276,10 @@ class IngestQueue:
                 if left <= 0:
                     return
                 self._changed.wait(left)
+
+
+def _stopped(label: str) -> Any:
+    """The result of a job stopped by hand."""
+    from .library import IngestResult
+
+    return IngestResult(label, "stopped", error=str(IngestCancelled(label)))

@@ -7,10 +7,15 @@ import math
 import re
 import string
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from .models import Chunk
 from .text import sentences
+
+if TYPE_CHECKING:  # PyMuPDF and Tesseract only when a page is drawn
+    from .config import Settings
+    from .loaders.ocr import OcrOptions
 
 log = logging.getLogger(__name__)
 
@@ -210,11 +215,12 @@ EVIDENCE_COLOR = (1.0, 0.65, 0.2)  # orange: the cited sentence
 CROP_MARGIN_PT = 24
 
 
-def _highlight(pg, needles: list[str], color: tuple[float, float, float]) -> list:
-    """Add highlight annotations for every occurrence of the needles; returns their rectangles."""
+def _highlight(pg, needles: list[str], color: tuple[float, float, float], textpage: Any = None) -> list:
+    """Add highlight annotations for every occurrence of the needles (in `textpage`, e.g. a scan's recognised
+    words, else the page's text layer); returns their rectangles."""
     rects: list = []
     for needle in needles:
-        quads = pg.search_for(needle, quads=True)
+        quads = pg.search_for(needle, quads=True, textpage=textpage)
         if quads:
             annot = pg.add_highlight_annot(quads)
             annot.set_colors(stroke=color)
@@ -223,15 +229,58 @@ def _highlight(pg, needles: list[str], color: tuple[float, float, float]) -> lis
     return rects
 
 
-MAX_PAGE_PIXELS = 4_000_000  # a page image never exceeds 4 megapixels (memory and time stay bounded)
+def _scan_textpage(pg, text: str, ocr: OcrOptions | None) -> Any:
+    """A scanned page's words recognised again (with the loader's helpers and DPI), to find a passage on it; None
+    when the page has a text layer, OCR is off or unavailable, or recognition fails. The language is the one the
+    passage's own words belong to ("auto"), or the one set."""
+    import pymupdf
+
+    from .loaders.ocr import (
+        AUTO_LANGUAGES,
+        MIN_LETTERS,
+        OcrOptions,
+        detect_language,
+        find_tessdata,
+        installed_languages,
+        shows_image,
+    )
+
+    ocr = ocr or OcrOptions()
+    if not ocr.enabled or len(re.findall(r"[^\W\d_]", pg.get_text("text"))) >= MIN_LETTERS or not shows_image(pg):
+        return None
+    tessdata = find_tessdata()
+    installed = installed_languages(tessdata)
+    language = ocr.language
+    if language == "auto":
+        language = detect_language(text, [c for c in AUTO_LANGUAGES if c in installed])[0] or "eng"
+    if tessdata is None or any(code not in installed for code in language.split("+")):
+        return None
+    try:
+        return pg.get_textpage_ocr(language=language, dpi=ocr.dpi, full=True, tessdata=str(tessdata))
+    except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as e:
+        log.warning("Cannot recognise the scanned page %d to highlight it: %s", pg.number + 1, type(e).__name__)
+        return None
+
+
+MAX_PAGE_PIXELS = 4_000_000
+MAX_SPAN_PAGES = 8  # pages of one passage searched for its evidence (a passage spans one or two pages)  # a page image never exceeds 4 megapixels (memory and time stay bounded)
+
+
+def ocr_options(settings: Settings) -> OcrOptions:
+    """How scanned pages are read again to find a passage on them (the settings the loader used)."""
+    from .loaders.ocr import OcrOptions
+
+    return OcrOptions(settings.ocr, settings.ocr_language, settings.ocr_dpi)
 
 
 def render_pdf_page(pdf: bytes, page: int, passage: str, evidence: str | None = None, zoom: float = 2.0,
-                    crop: bool = True) -> bytes | None:
+                    crop: bool = True, ocr: OcrOptions | None = None) -> bytes | None:
     """PNG of page `page` (1-based) with the passage (light) and the evidence (strong) highlighted.
 
     Works on an in-memory copy of the PDF. With `crop`, the image is cut to the area around the highlights
-    (so a small passage is readable in a narrow column). Returns None when the page cannot be drawn.
+    (so a small passage is readable in a narrow column). A scanned page (no text layer) is recognised again with
+    `ocr` (default: English, 300 dpi, as the loader's defaults) to find the words. Returns None when the page
+    cannot be drawn.
     """
     import pymupdf
 
@@ -244,9 +293,10 @@ def render_pdf_page(pdf: bytes, page: int, passage: str, evidence: str | None = 
         if doc.needs_pass or not (1 <= page <= doc.page_count):
             return None
         pg = doc[page - 1]
-        rects = _highlight(pg, _needles(passage, min_chars=6), PASSAGE_COLOR)
+        textpage = _scan_textpage(pg, evidence or passage, ocr)
+        rects = _highlight(pg, _needles(passage, min_chars=6), PASSAGE_COLOR, textpage)
         if evidence:
-            rects += _highlight(pg, _needles(evidence), EVIDENCE_COLOR)
+            rects += _highlight(pg, _needles(evidence), EVIDENCE_COLOR, textpage)
         clip = None
         if crop and rects:
             box = pymupdf.Rect(rects[0])
@@ -270,7 +320,7 @@ def render_pdf_page(pdf: bytes, page: int, passage: str, evidence: str | None = 
 
 
 def pdf_page_for(pdf: bytes, text: str, page_start: int | None, page_end: int | None = None,
-                 evidence: str | None = None) -> tuple[int, bytes] | None:
+                 evidence: str | None = None, ocr: OcrOptions | None = None) -> tuple[int, bytes] | None:
     """Render the page of a passage (the one holding its evidence when it spans pages) with it highlighted.
 
     Returns (page number, PNG bytes), or None when the passage has no page or the PDF cannot be drawn.
@@ -285,13 +335,16 @@ def pdf_page_for(pdf: bytes, text: str, page_start: int | None, page_end: int | 
         needles = _needles(evidence)
         try:
             with pymupdf.open(stream=pdf, filetype="pdf") as doc:
-                hits = {p: sum(len(doc[p - 1].search_for(n)) for n in needles)
-                        for p in pages if 1 <= p <= doc.page_count}
+                hits = {}
+                for p in pages[:MAX_SPAN_PAGES]:
+                    if 1 <= p <= doc.page_count:
+                        tp = _scan_textpage(doc[p - 1], evidence, ocr)  # a scanned page: its recognised words
+                        hits[p] = sum(len(doc[p - 1].search_for(n, textpage=tp)) for n in needles)
         except (pymupdf.FileDataError, RuntimeError, ValueError):
             return None
         if hits and max(hits.values()) > 0:
             page = max(hits, key=lambda p: (hits[p], -p))
-    png = render_pdf_page(pdf, page, text, evidence)
+    png = render_pdf_page(pdf, page, text, evidence, ocr=ocr)
     return (page, png) if png else None
 
 

@@ -134,6 +134,11 @@ class Workspace:
         """This person's files still queued or being added, oldest first."""
         return self.queue.active(self.owner)
 
+    def cancel_job(self, job_id: str) -> bool:
+        """Stop one of this person's queued or running jobs (the Stop button), library unchanged; False if it
+        is not theirs or has finished."""
+        return self.queue.cancel(job_id, owner=self.owner)
+
     def forget_jobs(self, job_ids: Iterable[str]) -> None:
         """Drop finished jobs from the list."""
         self.queue.forget([j.id for j in self.jobs(job_ids)])

@@ -70,11 +70,11 @@ def _title_line(n: int | None, chunk: Chunk) -> str:
 
 @st.cache_data(max_entries=64, show_spinner="Drawing the page…")
 def _page_png(doc_id: str, chunk_text: str, page_start: int, page_end: int | None, evidence: str | None,
-              _pdf: bytes, _ws: Workspace) -> tuple[int, bytes] | None:
+              ocr: tuple, _pdf: bytes, _ws: Workspace) -> tuple[int, bytes] | None:
     # Keyed by doc_id: ids are fixed by content (and scoped to their owner in the demo), so one id is one file. The
     # caller has already checked that this session may see the document (Workspace.original).
     _ws.allow_page_render()  # only a real drawing counts (not a cached one, nor a rerun with the page still open)
-    return render.pdf_page_for(_pdf, chunk_text, page_start, page_end, evidence)
+    return render.pdf_page_for(_pdf, chunk_text, page_start, page_end, evidence, ocr)
 
 
 def _page_image(chunk: Chunk, evidence: str | None, ws: Workspace) -> tuple[int, bytes] | None:
@@ -82,7 +82,8 @@ def _page_image(chunk: Chunk, evidence: str | None, ws: Workspace) -> tuple[int,
     pdf = ws.original(chunk.doc_id)
     if pdf is None or not chunk.page_start:
         return None
-    return _page_png(chunk.doc_id, chunk.text, chunk.page_start, chunk.page_end, evidence, _pdf=pdf, _ws=ws)
+    return _page_png(chunk.doc_id, chunk.text, chunk.page_start, chunk.page_end, evidence,
+                     render.ocr_options(ws.settings), _pdf=pdf, _ws=ws)
 
 
 def _evidence(c: Citation) -> str | None:

@@ -32,6 +32,7 @@ from rag_core.models import Progress
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+_POLL_S = 0.2  # how often the parent looks whether the job was cancelled while the child works
 _GRACE_S = 1.0  # the child checks the deadline itself; it is killed if it has not answered this long after it
 _HOME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the folder holding rag_core
 
@@ -129,17 +130,21 @@ def run_isolated(func: Callable[..., T], args: tuple, deadline: Deadline, reader
     if read_fd is not None and write_fd is not None and progress is not None:
         os.close(write_fd)  # the child holds the only write end: the relay ends when the child does
         relay = _relay(read_fd, progress)
+    finished = _kill_on_cancel(proc, deadline)
     try:
         out, err = proc.communicate(request, timeout=None if left == math.inf else left + _GRACE_S)
     except subprocess.TimeoutExpired:
         log.warning("Stopping the %s reader of %s at its deadline (%g s)", reader, file_name, deadline.seconds)
         raise IngestTimedOut(file_name, deadline.seconds) from None
     finally:
+        finished.set()
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
         if relay is not None:
             relay.join(timeout=_GRACE_S)
+    if deadline.cancelled():
+        deadline.check()  # IngestCancelled: the child was killed (or answered) as the job was cancelled
     if proc.returncode != 0 or not out:
         log.warning("The %s reader of %s stopped without an answer (exit code %s): %s", reader, file_name,
                     proc.returncode, err.decode(errors="replace")[-2000:])
@@ -150,6 +155,26 @@ def run_isolated(func: Callable[..., T], args: tuple, deadline: Deadline, reader
     if message[0] == "error":
         raise _rebuild(*message[1:])
     raise RuntimeError(f"The {reader} reader failed in its child process:\n{message[1]}")
+
+
+def _kill_on_cancel(proc: subprocess.Popen, deadline: Deadline) -> threading.Event:
+    """A thread killing the child as soon as the job is cancelled (IngestQueue.cancel); set the returned event once
+    the child has answered."""
+    finished = threading.Event()
+    cancel = deadline.cancel_event
+    if cancel is None:
+        return finished
+
+    def run() -> None:
+        while not finished.is_set():
+            if cancel.wait(_POLL_S):
+                if not finished.is_set() and proc.poll() is None:
+                    log.info("Stopping the reader of %s: cancelled", deadline.file_name)
+                    proc.kill()
+                return
+
+    threading.Thread(target=run, name="docchat-reader-cancel", daemon=True).start()
+    return finished
 
 
 def _main() -> None:

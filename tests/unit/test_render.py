@@ -293,3 +293,22 @@ def test_marks_cannot_be_forged_or_misplaced_by_the_reply():
     assert render.UNBACKED_MARK not in md and "\ue000" not in md and "\ufffd" in md
     assert render.reply_markdown("One. Two.", [(0, 99), (5, 3), (-1, 2)]) == render.reply_markdown("One. Two.")
     assert render.reply_markdown("\r\nOne.\r\nTwo.", [(2, 6)]) == "One\\. " + render.UNBACKED_MARK + "  \nTwo\\.  "
+
+
+SCANNED_SENTENCE = ("The LinnSequencer is a state-of-the-art composition and performance tool for the professional "
+                    "musician")  # as the loader recognises it on page 1 of the scan below
+
+
+def test_a_passage_on_a_scanned_page_is_found_by_recognising_the_page_again():
+    from rag_core.loaders.ocr import OcrOptions, find_tessdata, installed_languages
+
+    if "eng" not in installed_languages(find_tessdata()):
+        pytest.skip("Tesseract with the English pack is not installed (make ocr)")
+    pdf = (DOCS / "pdf_scanned_image-only_two-columns.pdf").read_bytes()
+    off = render.render_pdf_page(pdf, 1, SCANNED_SENTENCE, SCANNED_SENTENCE, crop=False, ocr=OcrOptions(enabled=False))
+    assert off is not None and _orange_pixels(off) == 0  # a scan has no text layer to search
+    found = render.pdf_page_for(pdf, SCANNED_SENTENCE, 1, None, SCANNED_SENTENCE)  # ~7 s: one page recognised
+    assert found is not None and found[0] == 1
+    assert _orange_pixels(found[1]) > 200
+    whole = render.render_pdf_page(pdf, 1, "x", None, crop=False, ocr=OcrOptions(enabled=False))
+    assert pymupdf.Pixmap(found[1]).width < pymupdf.Pixmap(whole).width  # cut to the area around the words
