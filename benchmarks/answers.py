@@ -142,6 +142,7 @@ def main() -> None:
     """Run everything and print the tables (or write JSON)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--limit", type=int, default=0, help="at most N questions per dataset (0: all)")
+    ap.add_argument("--pubmedqa-limit", type=int, default=0, help="at most N PubMedQA questions (0: as --limit)")
     ap.add_argument("--json", metavar="FILE", help="write the report and every answer to FILE")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -156,7 +157,7 @@ def main() -> None:
     un = [json.loads(ln) for ln in UNANSWERABLE.read_text(encoding="utf-8").splitlines() if ln.strip()][:lim]
     pds = load_pubmedqa()
     pm = [{"id": q.qid, "question": q.question, "split": "tune" if i % 2 == 0 else "test"}
-          for i, q in enumerate(pds.queries)][:lim]
+          for i, q in enumerate(pds.queries)][:args.pubmedqa_limit or lim]
 
     lib = _library(xds, base)
     try:

@@ -20,7 +20,7 @@ from .text import STOP_WORDS, TOKEN_RE, content_terms, stem
 
 # Measured on the tune split (benchmarks/answers.py --tune): see docs/faithfulness.md.
 MIN_SUPPORT = 0.3  # weak evidence: less than this share of the question words in the best quote (+ its title) ...
-MIN_QUOTE_SCORE = 1.5  # ... or a best quote scoring below this (rag_core.quotes scores, about 0-4)
+MIN_QUOTE_SCORE = 1.75  # ... or a best quote scoring below this (rag_core.quotes scores, about 0-4)
 ON_TOPIC = 0.5  # a passage this close in meaning (cosine) is about the question: a missing *name* may just be what
 # the person calls the document ("the Zen of Python" for a file of its aphorisms); a missing number still refuses
 TYPO_RATIO = 0.8  # a question word this close (difflib ratio) to a word of the passages is taken as a typo of it
