@@ -11,6 +11,26 @@ from typing import Any
 from .cli_common import emit, open_library
 from .config import Settings, describe, load_settings, settings_markdown
 from .errors import DocChatError, SettingsError
+from .models import Progress
+
+INGEST_STAGES = {"reading": "reading", "ocr": "reading scanned pages (OCR)", "chunking": "splitting into passages",
+                 "embedding": "embedding passages", "saving": "saving"}
+
+
+def ingest_progress(name: str) -> Progress:
+    """A progress callback printing each new stage of adding `name` (and every scanned page read) to stderr."""
+    seen: set[str] = set()
+    pages: set[int] = set()
+
+    def report(stage: str, done: int, total: int) -> None:
+        if stage in INGEST_STAGES and stage not in seen:
+            seen.add(stage)
+            print(f"  {name}: {INGEST_STAGES[stage]}…", file=sys.stderr, flush=True)
+        if stage == "ocr" and total and done < total and done not in pages:
+            pages.add(done)
+            print(f"  {name}: reading scanned page {done + 1} of {total}", file=sys.stderr, flush=True)
+
+    return report
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
@@ -18,7 +38,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
     lib = open_library(settings)
     try:
-        results = [lib.ingest_path(p) for p in expand_paths(args.paths)]
+        results = [lib.ingest_path(p, progress=ingest_progress(p.name)) for p in expand_paths(args.paths)]
     finally:
         lib.close()
 

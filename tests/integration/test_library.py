@@ -235,6 +235,10 @@ def test_cli_ingest_list_search_delete(tmp_path):
     assert set(results[0]) >= {"path", "status", "doc_id", "chunks", "error"}
     assert "password" in results[1]["error"]
     doc_id = results[0]["doc_id"]
+    # each stage of a file being added is shown on stderr (stdout stays the JSON a script reads)
+    name = Path(good).name
+    for stage in ("reading", "splitting into passages", "embedding passages", "saving"):
+        assert f"{name}: {stage}…" in p.stderr, p.stderr
 
     p = _cli("ingest", good, "--json", data_dir=data_dir)
     assert p.returncode == 0 and json.loads(p.stdout)["results"][0]["status"] == "unchanged"
