@@ -20,7 +20,6 @@ Run: MALLOC_ARENA_MAX=2 .venv/bin/python -m benchmarks.demo_sessions --server [-
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import tempfile
@@ -28,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.memory import status_mb
+from benchmarks.memory import stage_marker
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "tests" / "fixtures" / "documents"
@@ -151,12 +150,7 @@ def main() -> None:
         run_server(args.sessions, args.chromium)
         return
     stages: list[dict] = []
-
-    def mark(name: str, seconds: float | None = None) -> None:
-        gc.collect()
-        rss, peak = status_mb()
-        stages.append({"stage": name, "rss_mb": rss, "peak_mb": peak,
-                       "seconds": None if seconds is None else round(seconds, 1)})
+    mark = stage_marker(stages)
 
     mark("python interpreter (baseline)")
     t = time.perf_counter()

@@ -18,6 +18,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,6 +40,17 @@ def status_mb() -> tuple[float, float]:
     return round(fields["VmRSS"], 1), round(fields["VmHWM"], 1)
 
 
+def stage_marker(stages: list[dict]) -> Callable[..., None]:
+    """mark(name, seconds=None): append this process's RSS and peak (after a garbage collection) to `stages`."""
+    def mark(name: str, seconds: float | None = None) -> None:
+        gc.collect()
+        rss, peak = status_mb()
+        stages.append({"stage": name, "rss_mb": rss, "peak_mb": peak,
+                       "seconds": None if seconds is None else round(seconds, 1)})
+
+    return mark
+
+
 def main() -> None:
     """Print RSS and peak at each stage."""
     ap = argparse.ArgumentParser(description=__doc__)
@@ -50,12 +62,7 @@ def main() -> None:
                     help="override rag_core.embeddings.BATCH_SIZE (texts per model forward pass) to see its effect")
     args = ap.parse_args()
     stages: list[dict] = []
-
-    def mark(name: str, seconds: float | None = None) -> None:
-        gc.collect()
-        rss, peak = status_mb()
-        stages.append({"stage": name, "rss_mb": rss, "peak_mb": peak,
-                       "seconds": None if seconds is None else round(seconds, 1)})
+    mark = stage_marker(stages)
 
     mark("python interpreter (baseline)")
     t = time.perf_counter()

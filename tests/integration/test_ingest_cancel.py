@@ -8,42 +8,14 @@ import threading
 import time
 from types import SimpleNamespace
 
-import pymupdf
 import pytest
+from scan_helpers import FACT, OTHER, needs_ocr
+from scan_helpers import library_state as _state
+from scan_helpers import repeated_scan as _scan
 
 from rag_core.jobs import IngestQueue
-from rag_core.loaders.ocr import find_tessdata, installed_languages
-from rag_core.originals import originals_dir
 
-needs_ocr = pytest.mark.skipif("eng" not in installed_languages(find_tessdata()),
-                               reason="Tesseract with the English pack is not installed (make ocr)")
-
-FACT = ("The lighthouse keeper of Port Elspeth winds the great clock every Tuesday at dawn. The harbour ledger is bound "
-        "in green leather and kept in the customs house.")
-OTHER = ("Bern is the federal city of Switzerland and lies on the Aare. Its old town is a World Heritage Site with "
-         "long arcades and many fountains.")
 STOPPED = "Adding “{}” was stopped; nothing was added."
-
-
-def _scan(pages: int, dpi: int = 150, width: float = 420, height: float = 300) -> bytes:
-    """An image-only PDF of `pages` pages showing the same picture of text (one image, stored once), no text layer."""
-    src = pymupdf.open()
-    page = src.new_page(width=width, height=height)
-    page.insert_textbox(pymupdf.Rect(10, 10, width - 10, height - 10), FACT, fontsize=13 * width / 420)
-    png = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY).tobytes("png")
-    out = pymupdf.open()
-    xref = 0
-    for _ in range(pages):
-        scanned = out.new_page(width=width, height=height)
-        xref = scanned.insert_image(scanned.rect, stream=png) if not xref else \
-            scanned.insert_image(scanned.rect, xref=xref)
-    return out.tobytes()
-
-
-def _state(library) -> tuple:
-    folder = originals_dir(library.settings)
-    return (library.store.count_chunks(), [d.doc_id for d in library.documents()],
-            sorted(p.name for p in folder.iterdir()) if folder.exists() else [])
 
 
 def _wait_for(predicate, timeout: float) -> bool:

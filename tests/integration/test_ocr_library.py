@@ -4,38 +4,11 @@ from __future__ import annotations
 
 import time
 
-import pymupdf
-import pytest
+from scan_helpers import FACT, OTHER, needs_ocr
+from scan_helpers import library_state as _state
+from scan_helpers import scan as _scan
 
-from rag_core.loaders.ocr import find_tessdata, installed_languages
-from rag_core.originals import originals_dir
-
-pytestmark = pytest.mark.skipif("eng" not in installed_languages(find_tessdata()),
-                                reason="Tesseract with the English pack is not installed (make ocr)")
-
-FACT = ("The lighthouse keeper of Port Elspeth winds the great clock every Tuesday at dawn. The harbour ledger is bound "
-        "in green leather and kept in the customs house.")
-OTHER = ("Bern is the federal city of Switzerland and lies on the Aare. Its old town is a World Heritage Site with "
-         "long arcades and many fountains.")
-
-
-def _scan(texts: list[str], dpi: int = 150) -> bytes:
-    """An image-only PDF: one picture of each text per page, no text layer at all."""
-    out = pymupdf.open()
-    for text in texts:
-        src = pymupdf.open()
-        page = src.new_page(width=420, height=300)
-        page.insert_textbox(pymupdf.Rect(20, 20, 400, 280), text, fontsize=13)
-        pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
-        scanned = out.new_page(width=420, height=300)
-        scanned.insert_image(scanned.rect, stream=pix.tobytes("png"))
-    return out.tobytes()
-
-
-def _state(library) -> tuple:
-    folder = originals_dir(library.settings)
-    return (library.store.count_chunks(), [d.doc_id for d in library.documents()],
-            sorted(p.name for p in folder.iterdir()) if folder.exists() else [])
+pytestmark = needs_ocr
 
 
 def test_a_question_finds_the_scanned_page_and_its_passage_is_marked(library):
