@@ -93,7 +93,12 @@ def test_first_open_upgrades_everything_and_only_once(data_dir, embedder, monkey
         for pid, (dense, payload) in old_points.items():
             meta = new[pid].payload["metadata"]
             assert new[pid].payload["page_content"] == payload["page_content"]
-            assert {k: meta[k] for k in payload["metadata"]} == payload["metadata"]  # owner, source (licence...)
+            old_source = payload["metadata"]["source"]
+            # owner, source (licence...) as they were; fields added since (scanned_pages) only at their defaults
+            assert {k: meta[k] for k in payload["metadata"] if k != "source"} == \
+                {k: v for k, v in payload["metadata"].items() if k != "source"}
+            assert {k: meta["source"][k] for k in old_source} == old_source
+            assert {k: v for k, v in meta["source"].items() if k not in old_source} in ({}, {"scanned_pages": ""})
             assert meta["status"] == "complete" and meta["title"] == payload["metadata"]["source"]["title"]
             assert np.allclose(new[pid].dense, dense, atol=1e-6)  # re-used, not re-embedded
             assert new[pid].sparse.indices  # lexical vectors re-encoded
