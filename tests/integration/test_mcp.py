@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -50,6 +51,24 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
             "OLLAMA_HOST": f"http://127.0.0.1:{free_port()}", **extra}
 
 
+def run_async(main: Callable[[], Awaitable[None]]) -> None:
+    """anyio.run(main) on a fresh thread: earlier tests in this process (Playwright's sync API in tests/e2e) leave an
+    event loop running on the main thread, where a second loop cannot start."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            anyio.run(main)
+        except BaseException as e:  # noqa: BLE001 - handed back to the test below
+            failure.append(e)
+
+    worker = threading.Thread(target=target, name="mcp-client")
+    worker.start()
+    worker.join()
+    if failure:
+        raise failure[0]
+
+
 def run_client(data_dir: Path, flags: list[str], body: Callable[[Client], Awaitable[None]], errlog: Path,
                **env: str) -> None:
     """Spawn `python -m rag_core mcp FLAGS` with the SDK's stdio client and run `body` against it."""
@@ -61,7 +80,7 @@ def run_client(data_dir: Path, flags: list[str], body: Callable[[Client], Awaita
             async with Client(stdio_client(params, errlog=err), read_timeout_seconds=120) as client:
                 await body(client)
 
-    anyio.run(main)
+    run_async(main)
 
 
 async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> tuple[bool, Any]:
@@ -257,7 +276,7 @@ def test_streamable_http_on_localhost(filled, tmp_path):
                 bad, message = await call(c, "get_passage", {"doc_id": "x", "char_start": 9, "char_end": 3})
                 assert bad and "greater than" in message
 
-        anyio.run(main)
+        run_async(main)
     finally:
         proc.terminate()
         proc.wait(timeout=20)
@@ -296,7 +315,7 @@ def test_idle_close_never_fails_a_call_in_flight(filled, embedder):
                 Library(settings, embedder=embedder).close()  # ...so another process (here: this one) can open it
 
     try:
-        anyio.run(main)
+        run_async(main)
     finally:
         holder.close()
     assert not errors, errors[:3]
