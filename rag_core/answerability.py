@@ -11,6 +11,7 @@ Two signals, measured on benchmarks/answers.py (tune split; docs/faithfulness.md
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ def key_phrases(question: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+@functools.lru_cache(maxsize=256)
 def _stems(text: str) -> str:
     """The text as a space-padded string of word stems and numbers, without stop words ("Luther's Bible" and
     "the Bible of Luther" differ; "Grammys" and "Grammy" do not)."""

@@ -157,7 +157,6 @@ def _sentences(n: int, text: str, start: int, end: int) -> list[Candidate]:
 W_TYPE = 0.35  # the candidate holds a span of the asked kind the question does not contain
 W_NEAR = 0.45  # ... close to the question's words
 W_RANK = 0.45  # passage rank prior (first passage 1, then decreasing)
-W_KEY = 1.0  # weight of the question's names and numbers (its topic) against its other words (what it asks)
 W_TITLE = 0.5  # a question word found only in the passage's title or section counts this much
 BM25_K1, BM25_B = 1.2, 0.75
 _GENERIC = frozenset(["say", "mention", "describ", "call", "name", "mean", "refer", "known", "consid", "use", "made",
@@ -211,7 +210,7 @@ def candidate_features(question: Question, passages: Sequence[Passage], cands: S
     for c, bag, head, length in zip(cands, bags, heads, lengths, strict=True):
         s = 0.0
         for t in question.terms:
-            idf = math.log(1 + (total - df[t] + 0.5) / (df[t] + 0.5)) * (W_KEY if t in question.keys else 1.0)
+            idf = math.log(1 + (total - df[t] + 0.5) / (df[t] + 0.5))
             if t in bag or t in head:
                 s += idf * (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * length / avg))
             elif t in titles[c.n]:

@@ -227,8 +227,10 @@ class AnswerStream:
             self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance, notice=NOTICE_NOT_RELEVANT)
             yield NOT_FOUND_REPLY
             return
-        self._ranked = rank_quotes(query, self.passages[:EXTRACTIVE_PASSAGES], qvec, lib.embedder)
-        verdict = self._answerable(query, relevance, weak=chat is None or llm_error is not None)
+        quoting = chat is None or llm_error is not None
+        if quoting:  # with a model the quotes are only needed if it fails: ranked then, off the way to its first word
+            self._ranked = rank_quotes(query, self.passages[:EXTRACTIVE_PASSAGES], qvec, lib.embedder)
+        verdict = self._answerable(query, relevance, weak=quoting)
         t = self._mark("answerability", t)
         if not verdict.answerable:
             log.info("Not answerable from the documents (%s): %s", verdict.reason, verdict.missing)
@@ -254,7 +256,7 @@ class AnswerStream:
         """The evidence check before answering: the question's names and numbers occur in the library, and (with
         `weak`, for quoted answers; a model's answer is checked sentence by sentence afterwards) a quote answers.
         What it measured goes to `self.checked` (Answer.extra["answerability"])."""
-        lib, best = self.library, (self._ranked[0] if self._ranked else None)
+        lib, best = self.library, (self._ranked[0] if weak and self._ranked else None)
         support = score = None
         if best is not None:
             quote = quote_text(self.passages[best.n - 1].chunk.text, best)
@@ -263,7 +265,7 @@ class AnswerStream:
             score = self._best_score(query)
         verdict = answerability.check(
             query, self.passages, lambda phrase: phrase_in_library(lib.store, phrase, self.doc_ids, self.owners),
-            support if weak else None, score if weak else None, relevance)
+            support, score, relevance)
         self.checked = {"reason": verdict.reason, "missing": list(verdict.missing), "weak_checked": weak,
                         "support": None if support is None else round(support, 4), "score": score}
         return verdict
@@ -283,7 +285,7 @@ class AnswerStream:
                     ) -> Iterator[str]:
         t = time.perf_counter()
         text, citations = extractive_answer(self._standalone, qvec, self.passages, self.library.embedder,
-                                            ranked=self._ranked)
+                                            ranked=self._ranked or None)
         self._mark("extractive", t)
         extra = {**(extra or {}), **({"fault": type(fault).__name__} if fault else {})}
         self._finish(text, MODE_EXTRACTIVE, citations=citations, relevance=relevance, notice=notice,
