@@ -14,16 +14,24 @@ import difflib
 import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .models import Passage
-from .text import STOP_WORDS, TOKEN_RE, content_terms, stem
+from .quotes import ANSWER_KIND_WORDS, GENERIC_WORDS
+from .text import STOP_WORDS, TOKEN_RE, content_terms, sentences, stem
 
 # Measured on the tune split (benchmarks/answers.py --tune): see docs/faithfulness.md.
-MIN_SUPPORT = 0.3  # weak evidence: less than this share of the question words in the best quote (+ its title) ...
-MIN_QUOTE_SCORE = 1.75  # ... or a best quote scoring below this (rag_core.quotes scores, about 0-4)
+MIN_SUPPORT = 0.3  # not a direct answer: less than this share of the question words in the best quote (bridged) ...
+MIN_QUOTE_SCORE = 1.75  # ... or a best quote scoring below this (rag_core.quotes scores, about 0-5) ...
+MIN_ASKED = 0.2  # ... or less than this share of what it asks about (its words other than names: "cost" of
+# "How much does the LinnSequencer cost?") in the best quote ...
+DIRECT_COSINE = 0.6  # ... unless the best quote is this close in meaning to the question
 ON_TOPIC = 0.5  # a passage this close in meaning (cosine) is about the question: a missing *name* may just be what
 # the person calls the document ("the Zen of Python" for a file of its aphorisms); a missing number still refuses
+ON_TOPIC_SENTENCE = 0.5  # ... or a quotable sentence this close
+OFF_RELEVANCE = 0.4  # off-topic: the best passage farther than this (cosine) ...
+OFF_COSINE = 0.4  # ... and the best sentence farther than this ...
+OFF_SUPPORT = 0.67  # ... and less than this share of the question's words in the best quote (bridged)
 TYPO_RATIO = 0.8  # a question word this close (difflib ratio) to a word of the passages is taken as a typo of it
 
 NOTICE_MISSING = "Your documents mention {present} but not {missing}."
@@ -48,10 +56,13 @@ class Verdict:
     """The outcome of the check: answerable, or a refusal with its reason and one plain sentence."""
 
     answerable: bool
-    reason: str = ""  # "" | "missing" | "weak"
+    reason: str = ""  # "" | "missing" | "off_topic" | "weak" (answered, but with the closest passages)
     notice: str | None = None
     details: str | None = None
     missing: tuple[str, ...] = ()
+    direct: bool = True  # False: no quote answers directly; the reply is labelled "closest passages"
+    lacking_names: tuple[str, ...] = ()  # names of the question the documents lack (refusing or not)
+    lacking_numbers: tuple[str, ...] = ()  # numbers (with their names) the documents lack: these always refuse
 
 
 def _strip_possessive(phrase: str) -> str:
@@ -142,24 +153,74 @@ def _like(word: str, vocabulary: Iterable[str]) -> bool:
     return len(low) >= 4 and bool(difflib.get_close_matches(low, list(vocabulary), n=1, cutoff=TYPO_RATIO))
 
 
-def check(question: str, passages: Sequence[Passage], in_library: Callable[[str], bool],
-          best_support: float | None = None, best_score: float | None = None,
-          relevance: float | None = None) -> Verdict:
-    """Is the question answerable from these passages (and the library behind them)?
+@dataclass(frozen=True)
+class Signals:
+    """What the check measures of the retrieved evidence (None: not measured)."""
 
-    `in_library(phrase)` says whether the phrase occurs anywhere in the library in scope; `best_support` is the
-    share of the question's words found in the best quote (see `support`), `best_score` that quote's score (None:
-    not checked); `relevance` the best passage's cosine (see ON_TOPIC)."""
+    relevance: float | None = None  # the best passage's cosine to the question (retrieval)
+    cosine: float | None = None  # the best quotable sentence's cosine to the question (rag_core.quotes shortlist)
+    support: float | None = None  # share of the question's words in the best quote, its title and section
+    bridged: float | None = None  # ... also counting sentences that name what the quote names (see `bridged`)
+    score: float | None = None  # the best quote's score (rag_core.quotes, about 0-5)
+    asked: float | None = None  # share of what the question asks about (its words but names) in the best quote
+
+    def on_topic(self) -> bool:
+        """Close enough in meaning that a name the documents lack may just be described otherwise."""
+        return ((self.relevance is not None and self.relevance >= ON_TOPIC)
+                or (self.cosine is not None and self.cosine >= ON_TOPIC_SENTENCE))
+
+    def off_topic(self) -> bool:
+        """Far in meaning and in words: the documents are not about this question."""
+        if self.relevance is None or self.cosine is None:
+            return False
+        words = self.bridged if self.bridged is not None else self.support
+        return (self.relevance < OFF_RELEVANCE and self.cosine < OFF_COSINE
+                and (words is None or words < OFF_SUPPORT))
+
+    def direct(self) -> bool:
+        """Does the best quote answer directly (else the reply is labelled "closest passages")?"""
+        if self.cosine is not None and self.cosine >= DIRECT_COSINE:
+            return True
+        words = self.bridged if self.bridged is not None else self.support
+        return not ((words is not None and words < MIN_SUPPORT) or (self.asked is not None and self.asked < MIN_ASKED)
+                    or (self.score is not None and self.score < MIN_QUOTE_SCORE))
+
+    def as_dict(self) -> dict[str, float | None]:
+        """The measurements, rounded, for Answer.extra["answerability"]."""
+        return {k: None if v is None else round(v, 4) for k, v in vars(self).items()}
+
+
+def missing_phrases(question: str, passages: Sequence[Passage], in_library: Callable[[str], bool]
+                    ) -> tuple[list[str], list[str], list[str]]:
+    """The question's key phrases, and those the documents lack: (keys, missing names, missing numbers)."""
     texts = [f"{p.chunk.source.title}\n{p.chunk.section}\n{p.chunk.text}" for p in passages]
     vocabulary = {t.casefold() for text in texts for t in TOKEN_RE.findall(text) if len(t) >= 4}
     keys = key_phrases(question)
-    missing = []
+    names, numbers = [], []
     for k in keys:
         gone = [u for u in _units(k) if not mentions(texts, u)
                 and not (" " not in u and not u[0].isdigit() and (_like(u, vocabulary) or _acronym_of(u, texts)))
                 and not in_library(u)]
-        if gone and (relevance is None or relevance < ON_TOPIC or any(u[-1].isdigit() for u in gone)):
-            missing.append(k)
+        if any(u[-1].isdigit() for u in gone):
+            numbers.append(k)
+        elif gone:
+            names.append(k)
+    return keys, names, numbers
+
+
+def check(question: str, passages: Sequence[Passage], in_library: Callable[[str], bool],
+          signals: Signals | None = None) -> Verdict:
+    """Is the question answerable from these passages (and the library behind them), and does the best quote
+    answer it directly?
+
+    `in_library(phrase)` says whether the phrase occurs anywhere in the library in scope. A missing number always
+    refuses; a missing name only when the evidence is also far in meaning (a question may describe what the
+    documents name); evidence far in meaning and words refuses as off-topic; weak evidence that is on topic is
+    answered with the closest passages, labelled so (`Verdict.direct` False)."""
+    sig = signals or Signals()
+    texts = [f"{p.chunk.source.title}\n{p.chunk.section}\n{p.chunk.text}" for p in passages]
+    keys, names, numbers = missing_phrases(question, passages, in_library)
+    missing = [k for k in keys if k in numbers or (k in names and not sig.on_topic())]
     if missing:
         present = [k for k in keys if k not in missing]
         near = next((a for k in missing if (a := analogue(texts, k))), None)
@@ -169,11 +230,14 @@ def check(question: str, passages: Sequence[Passage], in_library: Callable[[str]
             notice = NOTICE_MISSING.format(present=_quoted(present), missing=_quoted(missing))
         else:
             notice = NOTICE_MISSING_ALL.format(missing=_quoted(missing))
-        return Verdict(False, "missing", notice, DETAILS_MISSING.format(terms=_quoted(missing)), tuple(missing))
-    if (best_support is not None and best_support < MIN_SUPPORT) or (best_score is not None
-                                                                    and best_score < MIN_QUOTE_SCORE):
-        return Verdict(False, "weak")
-    return Verdict(True)
+        return Verdict(False, "missing", notice, DETAILS_MISSING.format(terms=_quoted(missing)), tuple(missing),
+                       lacking_names=tuple(names), lacking_numbers=tuple(numbers))
+    lacking = Verdict(True, lacking_names=tuple(names), lacking_numbers=tuple(numbers))
+    if sig.off_topic():
+        return replace(lacking, answerable=False, reason="off_topic")
+    if not sig.direct():
+        return replace(lacking, reason="weak", direct=False)
+    return lacking
 
 
 def support(question: str, quote: str, passage: Passage) -> float:
@@ -185,6 +249,40 @@ def support(question: str, quote: str, passage: Passage) -> float:
     return len(words & content_terms(f"{quote} {chunk.source.title} {chunk.section}").words) / len(words)
 
 
-__all__ = ["DETAILS_MISSING", "MIN_QUOTE_SCORE", "MIN_SUPPORT", "NOTICE_MISSING", "NOTICE_MISSING_ALL", "Verdict",
-           "analogue",
-           "check", "key_phrases", "mentions", "support"]
+def bridged(question: str, quote: str, passage: Passage, passages: Sequence[Passage]) -> float:
+    """Like `support`, also counting the question's words in the sentences of `passages` that name something the
+    quote names and the question does not: a question that describes ("the reformer", "the NFC champions") finds
+    its words where the documents introduce the name ("Luther, the reformer …")."""
+    words = content_terms(question).words
+    if not words:
+        return 1.0
+    chunk = passage.chunk
+    have = set(content_terms(f"{quote} {chunk.source.title} {chunk.section}").words)
+    names = {k for k in content_terms(quote).keys if not k[0].isdigit()} - words
+    if names:
+        for p in passages:
+            for s in _sentences_of(p.chunk.text):
+                terms = content_terms(s)
+                if terms.keys & names:
+                    have |= terms.words
+    return len(words & have) / len(words)
+
+
+def asked(question: str, quote: str, passage: Passage) -> float:
+    """The share of what the question asks about — its content words other than names and generic verbs — found in
+    a quote, its title or section (1.0 when it asks about names only)."""
+    terms = content_terms(question)
+    wanted = terms.words - terms.keys - GENERIC_WORDS - ANSWER_KIND_WORDS
+    if not wanted:
+        return 1.0
+    chunk = passage.chunk
+    return len(wanted & content_terms(f"{quote} {chunk.source.title} {chunk.section}").words) / len(wanted)
+
+
+@functools.lru_cache(maxsize=64)
+def _sentences_of(text: str) -> tuple[str, ...]:
+    return tuple(sentences(text, lines=False))
+
+
+__all__ = ["DETAILS_MISSING", "MIN_QUOTE_SCORE", "MIN_SUPPORT", "NOTICE_MISSING", "NOTICE_MISSING_ALL", "Signals",
+           "Verdict", "analogue", "asked", "bridged", "check", "key_phrases", "mentions", "missing_phrases", "support"]

@@ -27,6 +27,7 @@ def answer_json(ans: Answer) -> dict:
     return {"answer": ans.text, "mode": ans.mode, "citations": [citation_json(c) for c in ans.citations],
             "passages": [passage_json(p, i) for i, p in enumerate(ans.passages, 1)],
             "incomplete": ans.incomplete, "notice": ans.notice, "invalid_markers": ans.invalid_markers,
+            "closest": bool(ans.extra.get("closest")),
             "question": ans.question, "standalone_question": ans.standalone_question,
             "relevance": None if ans.relevance is None else round(ans.relevance, 4)}
 

@@ -27,7 +27,8 @@ MAX_FILE_BYTES = 20 * 1024 * 1024  # a conversation file larger than this is not
 MAX_TITLE = 80
 _ID = re.compile(r"^[0-9a-f]{12,32}$")
 UNTITLED = "New conversation"
-KEPT_EXTRA = ("details",)  # what of Answer.extra a saved conversation keeps (the notice's technical part)
+KEPT_EXTRA = ("details", "closest")  # what of Answer.extra a saved conversation keeps (the notice's technical part,
+# and whether quotes were only the closest passages, for the reply's badge)
 
 
 def new_id() -> str:
@@ -48,7 +49,7 @@ def title_for(question: str) -> str:
 def answer_to_dict(answer: Answer) -> dict[str, Any]:
     """A JSON-ready dict of an answer (citations, passages and sentence checks included)."""
     d = asdict(answer)
-    kept = {k: v for k, v in (answer.extra or {}).items() if k in KEPT_EXTRA and isinstance(v, str)}
+    kept = {k: v for k, v in (answer.extra or {}).items() if k in KEPT_EXTRA and isinstance(v, (str, bool))}
     d["extra"] = kept  # the rest is run-time detail (timings, raw text)
     return d
 
@@ -71,7 +72,7 @@ def answer_from_dict(d: dict[str, Any]) -> Answer:
                                        "supported_by": tuple(s.get("supported_by") or ())})
                       for s in d.get("sentences") or ())
     plain = {k: v for k, v in d.items() if k not in ("citations", "passages", "sentences", "extra")}
-    extra = {k: v for k, v in (d.get("extra") or {}).items() if k in KEPT_EXTRA and isinstance(v, str)}
+    extra = {k: v for k, v in (d.get("extra") or {}).items() if k in KEPT_EXTRA and isinstance(v, (str, bool))}
     return Answer(**plain, citations=citations, passages=tuple(_passage(p) for p in d.get("passages") or ()),
                   sentences=sentences, extra=extra)
 

@@ -259,7 +259,8 @@ def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool =
         against the cited passages (status "verified" when the passage holds the claim).
 
         Without a configured language model the answer quotes the most relevant sentences ("extractive" mode).
-        mode "not_found" means the library does not answer it; "notice" explains anything unusual."""
+        mode "not_found" means the library does not answer it; "closest" true means no quote answers directly
+        (the nearest passages are shown for the reader to judge); "notice" explains anything unusual."""
         from .generation import answer
 
         if not question.strip():
@@ -269,7 +270,7 @@ def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool =
         citations = [{**citation_json(c), "url": _passage_url(c.passage), "license": c.passage.chunk.source.license}
                      for c in ans.citations]
         return {"answer": ans.text, "mode": ans.mode, "citations": citations, "notice": ans.notice,
-                "incomplete": ans.incomplete}
+                "incomplete": ans.incomplete, "closest": bool(ans.extra.get("closest"))}
 
     @server.tool(annotations=read_only)
     def list_documents() -> dict[str, Any]:

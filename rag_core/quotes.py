@@ -117,6 +117,7 @@ class Candidate:
     kind: str = "sentence"  # "sentence" | "row"
     header: Span | None = None  # the header line of the table a row belongs to
     score: float = 0.0
+    cosine: float | None = None  # closeness in meaning to the question (the SHORTLIST best only; None: not embedded)
 
 
 def table_blocks(text: str) -> list[list[Span]]:
@@ -147,9 +148,20 @@ def passage_candidates(n: int, text: str) -> list[Candidate]:
     return out
 
 
+_HEADING_RE = re.compile(r"#{1,6}\s")  # a Markdown heading line is a title, never an answer
+
+
 def _sentences(n: int, text: str, start: int, end: int) -> list[Candidate]:
-    return [Candidate(n, s, e) for s, e in sentence_spans(text, start, end, lines=False)
-            if len(text[s:e].split()) >= MIN_QUOTE_WORDS]
+    out = []
+    for s, e in sentence_spans(text, start, end, lines=False):
+        while _HEADING_RE.match(text, s):  # drop heading lines glued to the sentence after them
+            nl = text.find("\n", s, e)
+            if nl < 0:
+                break
+            s, e = trim_span(text, nl, e)
+        if len(tokens(text[s:e])) >= MIN_QUOTE_WORDS and not _HEADING_RE.match(text, s):
+            out.append(Candidate(n, s, e))
+    return out
 
 
 # --------------------------------------------------------------------------- scoring
@@ -159,8 +171,11 @@ W_NEAR = 0.45  # ... close to the question's words
 W_RANK = 0.45  # passage rank prior (first passage 1, then decreasing)
 W_TITLE = 0.5  # a question word found only in the passage's title or section counts this much
 BM25_K1, BM25_B = 1.2, 0.75
-_GENERIC = frozenset(["say", "mention", "describ", "call", "name", "mean", "refer", "known", "consid", "use", "made",
+GENERIC_WORDS = frozenset(["say", "mention", "describ", "call", "name", "mean", "refer", "known", "consid", "use", "made",
                       "make", "happen", "give", "tell", "explain", "write", "talk", "state", "like", "kind", "type"])
+# Words that say what kind of answer is wanted ("what year", "how many"), not what it is about.
+ANSWER_KIND_WORDS = frozenset(["year", "date", "day", "month", "time", "centuri", "decad", "period", "mani", "much",
+                               "number", "amount", "percentag", "percent", "kind", "type", "long", "old", "often"])
 W_AFTER = 0.2  # the previous sentence's match, carried over
 W_ASKED = 0.5  # the share of what the question asks about found in the candidate
 W_DENSE = 1.0  # cosine of candidate and question, for the SHORTLIST best candidates only
@@ -217,7 +232,7 @@ def candidate_features(question: Question, passages: Sequence[Passage], cands: S
                 s += W_TITLE * idf
         raw.append(s)
     top = max(raw) or 1.0
-    wanted = question.terms - question.keys - _GENERIC
+    wanted = question.terms - question.keys - GENERIC_WORDS
     out = []
     for i, (c, text) in enumerate(zip(cands, texts, strict=True)):
         spans = typed_spans(text, question.kind, question.terms)
@@ -259,7 +274,8 @@ def rank_quotes(question: str, passages: Sequence[Passage], question_vec: np.nda
     head, tail = ranked[:SHORTLIST], ranked[SHORTLIST:]
     vecs = np.asarray(embedder.encode([quote_text(passages[c.n - 1].chunk.text, c) for c in head]), dtype=np.float32)
     cos = vecs @ np.asarray(question_vec, dtype=np.float32)
-    head = [replace(c, score=round(c.score + W_DENSE * float(x), 4)) for c, x in zip(head, cos, strict=True)]
+    head = [replace(c, score=round(c.score + W_DENSE * float(x), 4), cosine=round(float(x), 4))
+            for c, x in zip(head, cos, strict=True)]
     return sorted(head, key=lambda c: (-c.score, c.n, c.start)) + tail
 
 
@@ -272,6 +288,6 @@ def quote_text(passage_text: str, c: Candidate) -> str:
     return f"{' '.join(passage_text[s:e].split())} … {body}"
 
 
-__all__ = ["DATE", "NAME", "NUMBER", "OTHER", "PERSON", "PLACE", "REASON", "Candidate", "Question", "Features", "analyse", "candidate_features", "combine",
+__all__ = ["ANSWER_KIND_WORDS", "GENERIC_WORDS", "DATE", "NAME", "NUMBER", "OTHER", "PERSON", "PLACE", "REASON", "Candidate", "Question", "Features", "analyse", "candidate_features", "combine",
            "passage_candidates", "question_kind", "quote_text", "rank_quotes", "score_candidates", "table_blocks",
            "typed_spans"]

@@ -20,6 +20,7 @@ MODE_BADGES = {
     "extractive": ("Quoted from your documents", ":material/format_quote:", "blue"),
     "not_found": ("Not found in your documents", ":material/search_off:", "orange"),
 }
+CLOSEST_BADGE = ("Closest passages — not a direct answer", ":material/travel_explore:", "gray")
 UNSUPPORTED_NOTE = "This passage does not clearly say what the reply claims — check it yourself."
 PARTIAL_NOTE = ("This passage backs the highlighted part, but not every sentence that cites it: the marked sentence "
                 "of the reply is not in it.")
@@ -41,7 +42,7 @@ def escaped_stream(deltas: Iterable[str]) -> Iterator[str]:
 def show_reply(answer: Answer) -> None:
     """The reply text, visibly marked when it is a direct quote or a "not found", with its one-sentence notice;
     a sentence its cited passage does not back is marked, and the notice is then a warning."""
-    badge = MODE_BADGES.get(answer.mode)
+    badge = CLOSEST_BADGE if answer.mode == "extractive" and answer.extra.get("closest") else MODE_BADGES.get(answer.mode)
     if badge:
         st.badge(badge[0], icon=badge[1], color=badge[2])
     unbacked = [(s.start, s.end) for s in unbacked_sentences(answer)]

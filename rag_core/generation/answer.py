@@ -64,6 +64,8 @@ DETAILS_NO_MODEL = "Set DOCCHAT_OLLAMA_MODEL (for example llama3.2:3b) to choose
 DETAILS_EMPTY = "From a terminal: `docchat ingest FILE…` adds files to the library."
 DETAILS_LENGTH = "The limit is DOCCHAT_ANSWER_TOKENS (now {n} tokens); raise it for longer answers."
 
+NOTICE_CLOSEST = ("Closest passages — not a direct answer: no sentence of your documents clearly answers this, so "
+                  "these are the passages nearest to your question. Check whether they say what you asked.")
 NOTICE_WITHHELD = ("The model's answer could not be matched to any passage of your documents, so it is not shown. "
                    "These are the closest quotes from your documents instead.")
 DETAILS_WITHHELD = "What the model wrote (not backed by your documents): {text}"
@@ -118,6 +120,7 @@ class AnswerStream:
         self.timings: dict[str, float] = {}
         self._standalone = question
         self._ranked: list[Candidate] = []  # the quotable sentences of the top passages, best answer first
+        self._direct = True  # False: no quote answers directly; extractive replies are labelled "closest passages"
         self.checked: dict[str, Any] = {}  # what the evidence check before answering measured
         self._gen: Iterator[str] | None = None
         self._t0 = time.perf_counter()
@@ -227,10 +230,9 @@ class AnswerStream:
             self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance, notice=NOTICE_NOT_RELEVANT)
             yield NOT_FOUND_REPLY
             return
-        quoting = chat is None or llm_error is not None
-        if quoting:  # with a model the quotes are only needed if it fails: ranked then, off the way to its first word
-            self._ranked = rank_quotes(query, self.passages[:EXTRACTIVE_PASSAGES], qvec, lib.embedder)
-        verdict = self._answerable(query, relevance, weak=quoting)
+        # The quotes decide what can be answered, with a model too (one small encode, ~10-30 ms)
+        self._ranked = rank_quotes(query, self.passages[:EXTRACTIVE_PASSAGES], qvec, lib.embedder)
+        verdict = self._answerable(query, relevance)
         t = self._mark("answerability", t)
         if not verdict.answerable:
             log.info("Not answerable from the documents (%s): %s", verdict.reason, verdict.missing)
@@ -239,6 +241,7 @@ class AnswerStream:
                          extra=_details(verdict.details))
             yield NOT_FOUND_REPLY
             return
+        self._direct = verdict.direct
 
         if chat is None or llm_error is not None:
             notice = (NOTICE_FALLBACK.format(error=str(llm_error)) if llm_error
@@ -252,22 +255,32 @@ class AnswerStream:
         self.stage = WAITING
         yield from self._stream_llm(chat, qvec, relevance, partial, t)
 
-    def _answerable(self, query: str, relevance: float, weak: bool) -> Verdict:
-        """The evidence check before answering: the question's names and numbers occur in the library, and (with
-        `weak`, for quoted answers; a model's answer is checked sentence by sentence afterwards) a quote answers.
-        What it measured goes to `self.checked` (Answer.extra["answerability"])."""
-        lib, best = self.library, (self._ranked[0] if weak and self._ranked else None)
-        support = score = None
+    def _answerable(self, query: str, relevance: float) -> Verdict:
+        """The evidence check before answering: a number the documents lack refuses; so does a missing name, or
+        evidence far in meaning and words, when nothing retrieved is on topic; weak but on-topic evidence is
+        answered with the closest passages, labelled so. What it measured goes to `self.checked`
+        (Answer.extra["answerability"])."""
+        lib, best = self.library, (self._ranked[0] if self._ranked else None)
+        signals = answerability.Signals(relevance=relevance)
         if best is not None:
-            quote = quote_text(self.passages[best.n - 1].chunk.text, best)
+            passage = self.passages[best.n - 1]
+            quote = quote_text(passage.chunk.text, best)
+            top = self.passages[:EXTRACTIVE_PASSAGES]
             # a follow-up searched with the question before it: its own words count too
-            support = max(answerability.support(q, quote, self.passages[best.n - 1]) for q in {query, self.question})
-            score = self._best_score(query)
+            wordings = {query, self.question}
+            signals = answerability.Signals(
+                relevance=relevance,
+                cosine=max((c.cosine for c in self._ranked if c.cosine is not None), default=None),
+                support=max(answerability.support(q, quote, passage) for q in wordings),
+                bridged=max(answerability.bridged(q, quote, passage, top) for q in wordings),
+                score=self._best_score(query),
+                asked=max(answerability.asked(q, quote, passage) for q in wordings))
         verdict = answerability.check(
             query, self.passages, lambda phrase: phrase_in_library(lib.store, phrase, self.doc_ids, self.owners),
-            support, score, relevance)
-        self.checked = {"reason": verdict.reason, "missing": list(verdict.missing), "weak_checked": weak,
-                        "support": None if support is None else round(support, 4), "score": score}
+            signals)
+        self.checked = {"reason": verdict.reason, "missing": list(verdict.missing), "direct": verdict.direct,
+                        "lacking_names": list(verdict.lacking_names),
+                        "lacking_numbers": list(verdict.lacking_numbers), **signals.as_dict()}
         return verdict
 
     def _best_score(self, query: str) -> float:
@@ -285,9 +298,13 @@ class AnswerStream:
                     ) -> Iterator[str]:
         t = time.perf_counter()
         text, citations = extractive_answer(self._standalone, qvec, self.passages, self.library.embedder,
-                                            ranked=self._ranked or None)
+                                            ranked=self._ranked or None, direct=self._direct)
         self._mark("extractive", t)
         extra = {**(extra or {}), **({"fault": type(fault).__name__} if fault else {})}
+        if not self._direct:  # say so first: the person judges the passages, DocChat does not claim an answer
+            extra["closest"] = True
+            notice = (f"{NOTICE_CLOSEST} {NOTICE_WITHHELD}" if notice == NOTICE_WITHHELD
+                      else f"{NOTICE_CLOSEST} {fault}" if fault else NOTICE_CLOSEST)
         self._finish(text, MODE_EXTRACTIVE, citations=citations, relevance=relevance, notice=notice,
                      context_passages=min(EXTRACTIVE_PASSAGES, len(self.passages)),
                      extra={**extra, **_details(details or (fault.details if fault else None))})

@@ -7,13 +7,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..models import Citation, Passage
-from ..quotes import Candidate, passage_candidates, quote_text, rank_quotes
+from ..quotes import GENERIC_WORDS, Candidate, passage_candidates, quote_text, rank_quotes
 from ..text import Span, content_terms
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..embeddings import Embedder
 
 EXTRACTIVE_LABEL = "Quoted from your documents (extractive answer, no AI-written summary):"
+CLOSEST_LABEL = "Closest passages — not a direct answer (quoted from your documents):"
+RELATED_COSINE = 0.45  # a quote after the first must share a word of what is asked, or be this close in meaning
 EXTRACTIVE_PASSAGES = 3
 EXTRACTIVE_SENTENCES = 3
 EXTRACTIVE_MARGIN = 1.5  # keep quotes whose score is within this of the best one (scores: rag_core.quotes)
@@ -33,19 +35,24 @@ def _shorten(text: str) -> str:
 
 
 def extractive_answer(question: str, question_vec: np.ndarray | None, passages: Sequence[Passage],
-                      embedder: Embedder | None, max_sentences: int = EXTRACTIVE_SENTENCES,
-                      ranked: Sequence[Candidate] | None = None) -> tuple[str, tuple[Citation, ...]]:
-    """EXTRACTIVE_LABEL, then the sentences (or table rows, with their header) of the top passages that best
-    answer the question, best first, each with its [n] (see rag_core.quotes for how they are chosen)."""
+                      embedder: Embedder | None, max_sentences: int | None = None,
+                      ranked: Sequence[Candidate] | None = None, direct: bool = True
+                      ) -> tuple[str, tuple[Citation, ...]]:
+    """EXTRACTIVE_LABEL (CLOSEST_LABEL when not `direct`), then the sentences (or table rows, with their header) of
+    the top passages that best answer the question, best first, each with its [n]: the best one, then only those
+    that carry what the question asks about (see rag_core.quotes for how they are chosen)."""
+    label = EXTRACTIVE_LABEL if direct else CLOSEST_LABEL
+    max_sentences = max_sentences or EXTRACTIVE_SENTENCES
     top = list(passages[:EXTRACTIVE_PASSAGES])
     if ranked is None:
         ranked = rank_quotes(question, top, question_vec, embedder)
-    keys = content_terms(question).keys
+    asked = content_terms(question)
+    keys, wanted = asked.keys, asked.words - asked.keys - GENERIC_WORDS
     if not ranked:  # passages without a single full sentence: quote the best passage itself
         if not passages:
             return "", ()
         text = passages[0].chunk.text.strip()
-        return (f"{EXTRACTIVE_LABEL}\n\n- “{_shorten(text)}” [1]",
+        return (f"{label}\n\n- “{_shorten(text)}” [1]",
                 (Citation(1, passages[0], "cited", 0, len(passages[0].chunk.text)),))
     lines: list[str] = []
     found: dict[int, Citation] = {}
@@ -58,10 +65,17 @@ def extractive_answer(question: str, question_vec: np.ndarray | None, passages: 
             continue  # another row of the table, about something else than the question names
         if quote.lower() in seen:  # overlapping chunks repeat sentences
             continue
+        if lines and not _carries(quote, c, wanted or asked.words):
+            continue  # a quote without the question's content is filler, not an answer
         seen.add(quote.lower())
         lines.append(f"- “{_shorten(quote)}” [{c.n}]")
         found.setdefault(c.n, Citation(c.n, top[c.n - 1], "cited", c.start, c.end))
-    return EXTRACTIVE_LABEL + "\n\n" + "\n".join(lines), tuple(sorted(found.values(), key=lambda c: c.n))
+    return label + "\n\n" + "\n".join(lines), tuple(sorted(found.values(), key=lambda c: c.n))
+
+
+def _carries(quote: str, c: Candidate, wanted: frozenset[str]) -> bool:
+    """Does a quote carry what the question asks about: one of its words, or a meaning this close?"""
+    return bool(wanted & content_terms(quote).words) or (c.cosine is not None and c.cosine >= RELATED_COSINE)
 
 
 def tidy_answer_text(text: str, mode: str) -> str:
@@ -69,6 +83,7 @@ def tidy_answer_text(text: str, mode: str) -> str:
 
     Applied before verification, so every stored offset (SentenceCheck.start/end, Citation.answer_spans) indexes
     the final text."""
-    if mode == "extractive" and text.startswith(EXTRACTIVE_LABEL):
-        return text[len(EXTRACTIVE_LABEL):].lstrip()
+    for label in (EXTRACTIVE_LABEL, CLOSEST_LABEL):
+        if mode == "extractive" and text.startswith(label):
+            return text[len(label):].lstrip()
     return text

@@ -75,6 +75,35 @@ def test_with_a_model_the_refusal_comes_before_the_model_is_asked(lib):
         assert [c.status for c in ok.citations] == ["verified"]
 
 
+@pytest.mark.parametrize(("question", "expected"), [
+    ("In which year was the big iron tower of the city on the Seine finished?", "1889"),
+    ("Which team beat Carolina for the football title in early 2016?", "Denver Broncos"),
+    ("what river runs through the Austrian capital", "Danube"),
+])
+def test_a_question_that_describes_instead_of_naming_is_answered(lib, question, expected):
+    """Issue 22: descriptions ("the city on the Seine") and other words than the document's are not refused."""
+    ans = gen.answer(lib, question, lib.settings, use_llm=False)
+    assert ans.mode == "extractive", (question, ans.notice, ans.extra.get("answerability"))
+    assert expected in _first_quote(ans)
+    assert all(c.status == "verified" for c in ans.citations)
+
+
+def test_a_described_question_reaches_the_model(lib):
+    with OllamaServer(models=[MODEL]) as srv:
+        srv.script(Reply("The Eiffel Tower was completed in 1889 [1]."))
+        llm = lib.settings.with_overrides(ollama_host=srv.url, ollama_model=MODEL, llm_timeout_s=10)
+        ans = gen.answer(lib, "In which year was the big iron tower of the city on the Seine finished?", llm)
+        assert ans.mode == "ollama" and len(srv.chat_requests) == 1
+        assert [c.status for c in ans.citations] == ["verified"]
+
+
+def test_weak_evidence_on_topic_is_labelled_closest_passages_not_refused_nor_asserted(lib):
+    ans = gen.answer(lib, "How much did a ticket for the Broncos and Panthers game cost?", lib.settings,
+                     use_llm=False)
+    assert ans.mode == "extractive" and ans.extra.get("closest") is True, ans.extra.get("answerability")
+    assert ans.notice == gen.NOTICE_CLOSEST
+
+
 def test_an_answer_the_documents_cannot_give_is_refused_without_a_model(lib):
     ans = gen.answer(lib, "How do you feed a sourdough starter?", lib.settings, use_llm=False)
     assert ans.mode == "not_found" and ans.citations == ()

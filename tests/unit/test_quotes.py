@@ -4,6 +4,7 @@ refusal sentence."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -118,37 +119,103 @@ def test_a_missing_number_is_refused_with_what_the_documents_do_mention():
         asked.append(phrase)
         return False
 
-    v = A.check("Who won Super Bowl 51?", [p], nowhere, relevance=0.7)
+    v = A.check("Who won Super Bowl 51?", [p], nowhere, A.Signals(relevance=0.7))
     assert not v.answerable and v.reason == "missing" and v.missing == ("Super Bowl 51",)
     assert v.notice == "Your documents mention Super Bowl 50 but not Super Bowl 51."
     assert asked == ["Bowl 51"]  # the library was searched for the missing pair, not for the words it has
-    assert A.check("Who won Super Bowl 50?", [p], nowhere, relevance=0.7).answerable
+    assert A.check("Who won Super Bowl 50?", [p], nowhere, A.Signals(relevance=0.7)).answerable
     # found elsewhere in the library: no refusal
-    assert A.check("Who won Super Bowl 51?", [p], lambda phrase: True, relevance=0.7).answerable
+    assert A.check("Who won Super Bowl 51?", [p], lambda phrase: True, A.Signals(relevance=0.7)).answerable
 
 
 def test_a_missing_name_is_refused_unless_the_passages_are_clearly_on_topic():
     p = _passage("The capital of Belgium is Brussels.", "EU capitals")
-    v = A.check("What is the capital of Mongolia?", [p], lambda phrase: False, relevance=0.2)
+    v = A.check("What is the capital of Mongolia?", [p], lambda phrase: False, A.Signals(relevance=0.2))
     assert not v.answerable and v.notice == "Your documents don't mention Mongolia."
     assert "Mongolia" in v.details
     v = A.check("What is the capital of Belgium according to Eurostat?", [p], lambda phrase: False,
-                relevance=0.2)
+                A.Signals(relevance=0.2))
     assert v.notice == "Your documents mention Belgium but not Eurostat."
     # "the Zen of Python" may be what someone calls a file of its aphorisms: on-topic passages are not refused
     zen = _passage("Beautiful is better than ugly. Namespaces are one honking great idea.", "zen")
     assert A.check("What does the Zen of Python say about namespaces?", [zen], lambda phrase: False,
-                   relevance=0.62).answerable
+                   A.Signals(relevance=0.62)).answerable
+    # ... nor when the best sentence is that close, though the passage as a whole is not
+    assert A.check("What does the Zen of Python say about namespaces?", [zen], lambda phrase: False,
+                   A.Signals(relevance=0.3, cosine=0.6)).answerable
 
 
 def test_typos_and_acronyms_are_not_missing_names():
     p = _passage("Mahatma Gandhi led the Salt March. The United Methodist Church opposes gambling.")
-    assert A.check("What was Ghandi's march called?", [p], lambda phrase: False, relevance=0.3).answerable
-    assert A.check("What does the UMC oppose?", [p], lambda phrase: False, relevance=0.3).answerable
+    assert A.check("What was Ghandi's march called?", [p], lambda phrase: False, A.Signals(relevance=0.3)).answerable
+    assert A.check("What does the UMC oppose?", [p], lambda phrase: False, A.Signals(relevance=0.3)).answerable
 
 
-def test_weak_evidence_is_refused():
+def test_weak_but_on_topic_evidence_is_answered_as_the_closest_passages():
     p = _passage("The capital of Belgium is Brussels.")
-    assert A.check("Anything?", [p], lambda phrase: True, best_support=0.1, best_score=3.0).reason == "weak"
-    assert A.check("Anything?", [p], lambda phrase: True, best_support=0.9, best_score=0.5).reason == "weak"
-    assert A.check("Anything?", [p], lambda phrase: True, best_support=0.9, best_score=3.0).answerable
+    sure = A.Signals(relevance=0.6, cosine=0.5, support=0.9, bridged=0.9, score=3.0)
+    assert A.check("Anything?", [p], lambda phrase: True, sure) == A.Verdict(True)
+    for weak in (replace(sure, support=0.1, bridged=0.1), replace(sure, score=0.5)):
+        v = A.check("Anything?", [p], lambda phrase: True, weak)
+        assert v.answerable and not v.direct and v.reason == "weak"
+    # few shared words, but the best sentence means what was asked: a direct answer
+    assert A.check("Anything?", [p], lambda phrase: True,
+                   replace(sure, support=0.1, bridged=0.1, cosine=A.DIRECT_COSINE)).direct
+
+
+def test_evidence_far_in_meaning_and_words_is_off_topic():
+    p = _passage("The capital of Belgium is Brussels.")
+    far = A.Signals(relevance=A.OFF_RELEVANCE - 0.05, cosine=A.OFF_COSINE - 0.05, support=0.0, bridged=0.0, score=0.4)
+    v = A.check("How do you feed a sourdough starter?", [p], lambda phrase: True, far)
+    assert not v.answerable and v.reason == "off_topic"
+    # any one of the three signals close enough keeps the question
+    for near in (replace(far, relevance=A.OFF_RELEVANCE), replace(far, cosine=A.OFF_COSINE),
+                 replace(far, bridged=A.OFF_SUPPORT)):
+        assert A.check("How do you feed a sourdough starter?", [p], lambda phrase: True, near).answerable
+    # nothing measured: no refusal on meaning
+    assert A.check("How do you feed a sourdough starter?", [p], lambda phrase: True).answerable
+
+
+def test_a_described_name_is_bridged_to_the_sentence_that_introduces_it():
+    """ "the reformer from Wittenberg" for Luther: the question's words are where the documents introduce him."""
+    text = ("Martin Luther was a reformer who taught theology at Wittenberg. In 1525 Luther married Katharina von "
+            "Bora, a former nun.")
+    p = _passage(text, "History")
+    q = "Whom did the Wittenberg reformer marry?"
+    quote = "In 1525 Luther married Katharina von Bora, a former nun."
+    assert A.support(q, quote, p) == pytest.approx(1 / 3)  # "marry" only
+    assert A.bridged(q, quote, p, [p]) == 1.0  # "Wittenberg" and "reformer" where Luther is introduced
+    # a quote naming nothing the question's words are near stays unbridged
+    other = _passage("Katharina von Bora ran the household. The Elector paid for the wedding.", "Other")
+    assert A.bridged(q, "Katharina von Bora ran the household.", other, [other]) < A.MIN_SUPPORT
+
+
+def test_a_missing_number_refuses_even_on_topic_and_a_described_name_does_not():
+    p = _passage("Super Bowl 50 was an American football game to determine the champion of the NFL for 2015.")
+    on_topic = A.Signals(relevance=0.8, cosine=0.8, support=0.5, bridged=0.5, score=3.0)
+    v = A.check("Who won Super Bowl 51?", [p], lambda phrase: False, on_topic)
+    assert not v.answerable and v.lacking_numbers == ("Super Bowl 51",)
+    v = A.check("Who won the Big Game of the Gridiron League?", [p], lambda phrase: False, on_topic)
+    assert v.answerable and v.lacking_names  # a description in capitals, not a name the documents lack
+
+
+
+
+def test_a_heading_is_never_a_quote():
+    text = "## Lunch and kitchen\nThe kitchen is open from 11:30 to 14:00 on weekdays.\n\n## Parking and bikes"
+    cands = [text[c.start:c.end] for c in Q.passage_candidates(1, text)]
+    assert cands == ["The kitchen is open from 11:30 to 14:00 on weekdays."]
+
+
+def test_quotes_after_the_first_carry_the_question_or_are_left_out():
+    from rag_core.generation.extractive import CLOSEST_LABEL, EXTRACTIVE_LABEL, extractive_answer
+
+    p = _passage("The office opens at 8:00 on weekdays. Our team values kindness and good coffee. "
+                 "On Saturdays the office opens at 10:00. Parking is free for visitors with a badge.", "Handbook")
+    text, cites = extractive_answer("When does the office open?", None, [p], None)
+    lines = text.splitlines()
+    assert lines[0] == EXTRACTIVE_LABEL
+    quotes = [ln for ln in lines if ln.startswith("- ")]
+    assert quotes and all("office" in q for q in quotes)  # no filler about coffee or parking
+    text, _ = extractive_answer("When does the office open?", None, [p], None, direct=False)
+    assert text.splitlines()[0] == CLOSEST_LABEL
