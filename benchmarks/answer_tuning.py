@@ -4,9 +4,10 @@ wordings at once, by replaying the real answer path with its slow parts cached.
 Every question of benchmarks/answers.py (XQuAD and its paraphrases, the unanswerable set and its paraphrases) is
 answered once through rag_core.generation.answer (no model); the query vectors, retrieved passages, library phrase
 searches and sentence embeddings are kept, so each point of a grid replays the whole decision — ranking, the evidence
-check, quoting — in seconds. Chosen: the point refusing the most off-topic questions (both wordings) while false
-refusals stay at most MAX_FALSE on each wording and near-topic refusals at least MIN_NEAR, then the most gold
-answers in the first quote.
+check, quoting — in seconds. Chosen (thresholds, weights): the point with the most gold answers in the reply and in the first
+quote (both wordings) among those whose false refusals stay at most MAX_FALSE and whose near- and off-topic
+refusals reach MIN_NEAR and MIN_OFF on each wording. Chosen (direct): the "closest passages" label on the most
+unanswerable questions while at most MAX_CLOSEST of the answerable ones get it.
 
 Run:  .venv/bin/python -m benchmarks.answer_tuning [--split tune] [--grid thresholds|weights]
 """
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.answers import WORDINGS, _figures, _library, load_sets, refused_at
+from benchmarks.answers import WORDINGS, _figures, _library, load_sets, refused_at, share
 from rag_core import answerability, quotes
 from rag_core.config import Settings
 from rag_core.evaluation import load_xquad
@@ -38,6 +39,7 @@ answer_module = importlib.import_module("rag_core.generation.answer")  # the mod
 MAX_FALSE = 0.04  # false refusals allowed on the tune split, per wording (the goal is 5 %: a margin for the test)
 MIN_NEAR = 0.2  # near-topic refusals on the original wording before this issue (test split): no regression
 MIN_OFF = 0.9  # off-topic refusals (the goal is 85 %: a margin for the test)
+MAX_CLOSEST = 0.1  # answerable questions whose reply may be labelled "closest passages", per wording
 GRIDS: dict[str, dict[tuple[Any, str], tuple[float, ...]]] = {
     "thresholds": {
         (answerability, "OFF_RELEVANCE"): (0.3, 0.35, 0.4, 0.45),
@@ -46,11 +48,15 @@ GRIDS: dict[str, dict[tuple[Any, str], tuple[float, ...]]] = {
         (answerability, "ON_TOPIC"): (0.5, 0.55, 0.6),
         (answerability, "ON_TOPIC_SENTENCE"): (0.5, 0.55, 0.6, 1.01),
     },
+    "direct": {
+        (answerability, "MIN_SUPPORT"): (0.2, 0.3, 0.4),
+        (answerability, "MIN_ASKED"): (0.0, 0.2, 0.34, 0.5),
+        (answerability, "MIN_QUOTE_SCORE"): (1.5, 1.75, 2.0, 2.25),
+        (answerability, "DIRECT_COSINE"): (0.5, 0.6, 0.7, 1.01),
+    },
     "weights": {
-        (quotes, "W_DENSE"): (2.0, 3.0),
-        (quotes, "SHORTLIST"): (3, 5),
-        (extractive, "EXTRACTIVE_SENTENCES"): (3, 4),
-        (extractive, "EXTRACTIVE_MARGIN"): (1.5, 2.5),
+        (quotes, "W_DENSE"): (1.0, 2.0, 3.0),
+        (quotes, "DENSE_CONTEXT"): (True, False),
     },
 }
 
@@ -143,10 +149,32 @@ def _figures_of(rows: list[dict], min_rel: float, thresholds: dict[str, float] |
     return out
 
 
+def _closest_of(rows: list[dict], thresholds: dict[str, float]) -> dict[str, dict]:
+    """Per wording: the share of answered questions whose reply would be labelled "closest passages"."""
+    out: dict[str, dict] = {}
+    with settings_at({(answerability, k): v for k, v in thresholds.items()}):
+        for w in WORDINGS:
+            def closest(r: dict) -> bool:
+                c = r["check"]
+                return not answerability.Signals(**{k: c.get(k) for k in (
+                    "relevance", "cosine", "support", "bridged", "score", "asked")}).direct()
+            answered = [r for r in rows if r["wording"] == w and not r["refused"] and r["check"]]
+            out[w] = {"closest_answerable": share(closest(r) for r in answered if "gold" in r),
+                      "closest_unanswerable": share(closest(r) for r in answered if "gold" not in r)}
+    return out
+
+
+def _closest_score(figs: dict[str, dict]) -> tuple[bool, float, float, float]:
+    """(feasible: at most MAX_CLOSEST of the answerable labelled, unanswerable labelled, -answerable labelled, 0)."""
+    worst = max(figs[w]["closest_answerable"] or 0.0 for w in WORDINGS)
+    labelled = sum(figs[w]["closest_unanswerable"] or 0.0 for w in WORDINGS) / len(WORDINGS)
+    return worst <= MAX_CLOSEST, round(labelled, 4), -round(worst, 4), 0.0
+
+
 def score(figs: dict[str, dict]) -> tuple[bool, float, float, float]:
-    """(feasible, gold in the reply, gold in the first quote, off-topic refusals), both wordings: higher is
-    better. Feasible: false refusals at most MAX_FALSE, near-topic and off-topic refusals at least MIN_NEAR and
-    MIN_OFF, on each wording."""
+    """(feasible, gold in the reply and in the first quote, gold in the first quote, off-topic refusals), means
+    over both wordings: higher is better. Feasible: false refusals at most MAX_FALSE, near-topic and off-topic
+    refusals at least MIN_NEAR and MIN_OFF, on each wording."""
     def worst(key: str, low: bool = True) -> float:
         vals = [figs[w][key] or 0.0 for w in WORDINGS]
         return min(vals) if low else max(vals)
@@ -156,7 +184,8 @@ def score(figs: dict[str, dict]) -> tuple[bool, float, float, float]:
 
     feasible = (worst("false_refusal_xquad", low=False) <= MAX_FALSE and worst("refusal_near-topic") >= MIN_NEAR
                 and worst("refusal_off-topic") >= MIN_OFF)
-    return feasible, mean("gold_in_answer"), mean("gold_in_first_quote"), mean("refusal_off-topic")
+    both = round((mean("gold_in_answer") + mean("gold_in_first_quote")) / 2, 4)
+    return feasible, both, mean("gold_in_first_quote"), mean("refusal_off-topic")
 
 
 def main() -> None:
@@ -165,7 +194,7 @@ def main() -> None:
     ap.add_argument("--split", default="tune", choices=("tune", "test"))
     ap.add_argument("--grid", default="thresholds", choices=tuple(GRIDS))
     ap.add_argument("--top", type=int, default=8)
-    ap.add_argument("--rows", type=Path, help="thresholds: read the replayed answers from this file if it exists, "
+    ap.add_argument("--rows", type=Path, help="thresholds, direct: read the replayed answers from this file if it exists, "
                                               "else write them there")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -190,6 +219,10 @@ def main() -> None:
                     args.rows.write_text(json.dumps(rows, default=str), encoding="utf-8")
             for values in itertools.product(*grid.values()):
                 point = dict(zip(grid, values, strict=True))
+                if args.grid == "direct":  # only the label changes: replay it from what the check measured
+                    figs = _closest_of(rows, {name: v for (_, name), v in point.items()})
+                    results.append((_closest_score(figs), point, figs))
+                    continue
                 if args.grid == "weights":  # the ranking changes: replay the whole path
                     with settings_at(point):
                         rows = replay(lib, settings, xq + un)
@@ -205,8 +238,14 @@ def main() -> None:
     results.sort(key=lambda r: r[0], reverse=True)
     keys = ("gold_in_answer", "gold_in_first_quote", "false_refusal_xquad", "refusal_off-topic",
             "refusal_near-topic", "refusal_adversarial", "closest_answerable", "closest_unanswerable")
+    if args.grid == "direct":
+        for (ok, labelled, neg, _), point, figs in results[:args.top]:
+            print(f"{'ok' if ok else 'NO'} unanswerable labelled {100 * labelled:.1f} %, answerable at most "
+                  f"{-100 * neg:.1f} % | " + " ".join(f"{name}={v}" for (_, name), v in point.items()))
+            print("    " + " ".join(f"{w}: {k} {100 * (v or 0):.1f}" for w in WORDINGS for k, v in figs[w].items()))
+        return
     for (ok, reply, first, off), point, figs in results[:args.top]:
-        print(f"{'ok' if ok else 'NO'} gold in reply {100 * reply:.1f} % first {100 * first:.1f} % off-topic "
+        print(f"{'ok' if ok else 'NO'} gold in reply+first {100 * reply:.1f} % first {100 * first:.1f} % off-topic "
               f"{100 * off:.1f} % | "
               + " ".join(f"{name}={v}" for (_, name), v in point.items()))
         for w in WORDINGS:

@@ -17,8 +17,8 @@ EXTRACTIVE_LABEL = "Quoted from your documents (extractive answer, no AI-written
 CLOSEST_LABEL = "Closest passages — not a direct answer (quoted from your documents):"
 RELATED_COSINE = 0.45  # a quote after the first must share a word of what is asked, or be this close in meaning
 EXTRACTIVE_PASSAGES = 3
-EXTRACTIVE_SENTENCES = 3
-EXTRACTIVE_MARGIN = 1.5  # keep quotes whose score is within this of the best one (scores: rag_core.quotes)
+EXTRACTIVE_SENTENCES = 4
+EXTRACTIVE_MARGIN = 2.5  # keep quotes whose score is within this of the best one (scores: rag_core.quotes)
 EXTRACTIVE_MAX_CHARS = 600
 
 
