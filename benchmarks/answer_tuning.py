@@ -4,9 +4,9 @@ wordings at once, by replaying the real answer path with its slow parts cached.
 Every question of benchmarks/answers.py (XQuAD and its paraphrases, the unanswerable set and its paraphrases) is
 answered once through rag_core.generation.answer (no model); the query vectors, retrieved passages, library phrase
 searches and sentence embeddings are kept, so each point of a grid replays the whole decision — ranking, the evidence
-check, quoting — in seconds. Chosen (thresholds, weights): the point with the most gold answers in the reply and in the first
-quote (both wordings) among those whose false refusals stay at most MAX_FALSE and whose near- and off-topic
-refusals reach MIN_NEAR and MIN_OFF on each wording. Chosen (direct): the "closest passages" label on the most
+check, quoting — in seconds. Chosen (thresholds, weights): the point with the fewest false refusals, then the most gold answers
+in the reply and in the first quote (both wordings), among those whose false refusals stay at most MAX_FALSE and
+whose near- and off-topic refusals reach MIN_NEAR and MIN_OFF on each wording. Chosen (direct): the "closest passages" label on the most
 unanswerable questions while at most MAX_CLOSEST of the answerable ones get it.
 
 Run:  .venv/bin/python -m benchmarks.answer_tuning [--split tune] [--grid thresholds|weights]
@@ -38,15 +38,15 @@ answer_module = importlib.import_module("rag_core.generation.answer")  # the mod
 
 MAX_FALSE = 0.04  # false refusals allowed on the tune split, per wording (the goal is 5 %: a margin for the test)
 MIN_NEAR = 0.2  # near-topic refusals on the original wording before this issue (test split): no regression
-MIN_OFF = 0.9  # off-topic refusals (the goal is 85 %: a margin for the test)
+MIN_OFF = 0.85  # off-topic refusals: the goal (a false refusal is the worse failure, so no margin here)
 MAX_CLOSEST = 0.1  # answerable questions whose reply may be labelled "closest passages", per wording
 GRIDS: dict[str, dict[tuple[Any, str], tuple[float, ...]]] = {
     "thresholds": {
         (answerability, "OFF_RELEVANCE"): (0.3, 0.35, 0.4, 0.45),
         (answerability, "OFF_COSINE"): (0.3, 0.35, 0.4, 0.45, 0.5),
         (answerability, "OFF_SUPPORT"): (0.34, 0.5, 0.67),
-        (answerability, "ON_TOPIC"): (0.5, 0.55, 0.6),
-        (answerability, "ON_TOPIC_SENTENCE"): (0.5, 0.55, 0.6, 1.01),
+        (answerability, "ON_TOPIC"): (0.5, 0.55),
+        (answerability, "ON_TOPIC_SENTENCE"): (0.5, 0.55, 1.01),
     },
     "direct": {
         (answerability, "MIN_SUPPORT"): (0.2, 0.3, 0.4),
@@ -57,6 +57,8 @@ GRIDS: dict[str, dict[tuple[Any, str], tuple[float, ...]]] = {
     "weights": {
         (quotes, "W_DENSE"): (1.0, 2.0, 3.0),
         (quotes, "DENSE_CONTEXT"): (True, False),
+        (extractive, "EXTRACTIVE_SENTENCES"): (3, 4),
+        (extractive, "EXTRACTIVE_MARGIN"): (1.5, 2.5),
     },
 }
 
@@ -172,9 +174,9 @@ def _closest_score(figs: dict[str, dict]) -> tuple[bool, float, float, float]:
 
 
 def score(figs: dict[str, dict]) -> tuple[bool, float, float, float]:
-    """(feasible, gold in the reply and in the first quote, gold in the first quote, off-topic refusals), means
-    over both wordings: higher is better. Feasible: false refusals at most MAX_FALSE, near-topic and off-topic
-    refusals at least MIN_NEAR and MIN_OFF, on each wording."""
+    """(feasible, fewest false refusals, gold in the reply and in the first quote, off-topic refusals), means over
+    both wordings: higher is better (a false "not found" is the worst failure). Feasible: false refusals at most
+    MAX_FALSE, near-topic and off-topic refusals at least MIN_NEAR and MIN_OFF, on each wording."""
     def worst(key: str, low: bool = True) -> float:
         vals = [figs[w][key] or 0.0 for w in WORDINGS]
         return min(vals) if low else max(vals)
@@ -185,7 +187,7 @@ def score(figs: dict[str, dict]) -> tuple[bool, float, float, float]:
     feasible = (worst("false_refusal_xquad", low=False) <= MAX_FALSE and worst("refusal_near-topic") >= MIN_NEAR
                 and worst("refusal_off-topic") >= MIN_OFF)
     both = round((mean("gold_in_answer") + mean("gold_in_first_quote")) / 2, 4)
-    return feasible, both, mean("gold_in_first_quote"), mean("refusal_off-topic")
+    return feasible, -mean("false_refusal_xquad"), both, mean("refusal_off-topic")
 
 
 def main() -> None:
@@ -244,9 +246,9 @@ def main() -> None:
                   f"{-100 * neg:.1f} % | " + " ".join(f"{name}={v}" for (_, name), v in point.items()))
             print("    " + " ".join(f"{w}: {k} {100 * (v or 0):.1f}" for w in WORDINGS for k, v in figs[w].items()))
         return
-    for (ok, reply, first, off), point, figs in results[:args.top]:
-        print(f"{'ok' if ok else 'NO'} gold in reply+first {100 * reply:.1f} % first {100 * first:.1f} % off-topic "
-              f"{100 * off:.1f} % | "
+    for (ok, neg_false, both, off), point, figs in results[:args.top]:
+        print(f"{'ok' if ok else 'NO'} false refusals {-100 * neg_false:.1f} % gold in reply+first {100 * both:.1f} % "
+              f"off-topic {100 * off:.1f} % | "
               + " ".join(f"{name}={v}" for (_, name), v in point.items()))
         for w in WORDINGS:
             print(f"    {w:11s} " + " ".join(f"{k} {100 * (figs[w][k] or 0):.1f}" for k in keys))

@@ -7,13 +7,16 @@ ingested through the normal path:
     chosen) and "test" (reported, never tuned on).
   - benchmarks/data/unanswerable.jsonl: questions the 48 articles cannot answer (off-topic, near-topic, adversarial),
     split tune/test in the file, asked of the XQuAD library.
+  - both again in the words people use (benchmarks/data/paraphrased.jsonl, unanswerable_paraphrased.jsonl: 336
+    XQuAD questions and all 252 unanswerable ones reworded; see benchmarks/data/paraphrased.md), reported apart.
   - PubMedQA: 1,000 questions over their 1,000 abstracts (answerable: false refusals only; gold answers are yes/no).
   - the hosted demo's suggested questions (rag_core.demo.SAMPLE_QUESTIONS) over the shared samples (samples/).
 Reported: gold answer anywhere in the answer, gold in the first quote, refusals per kind, false refusals, the time of
-the answer-choosing steps (quote ranking + evidence check + quoting), and a refusal curve over the weak-evidence
-threshold (the operating point is rag_core.answerability.MIN_QUOTE_SCORE / MIN_SUPPORT).
+the answer-choosing steps (quote ranking + evidence check + quoting), replies labelled "closest passages", and a
+refusal curve over the off-topic thresholds (rag_core.answerability.OFF_RELEVANCE / OFF_COSINE), per wording.
+The operating point is chosen on the tune split by benchmarks/answer_tuning.py.
 
-Run:  .venv/bin/python -m benchmarks.answers [--limit N] [--json FILE]      (~10 min on 2 cores, caches reused)
+Run:  .venv/bin/python -m benchmarks.answers [--limit N] [--pubmedqa-limit N|-1] [--json FILE]   (~9 min on 2 cores)
 """
 from __future__ import annotations
 
@@ -99,7 +102,8 @@ def refused_at(r: dict, min_relevance: float, **thresholds: float) -> bool:
             setattr(answerability, k, v)
 
 
-CURVE = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45)  # OFF_RELEVANCE = OFF_COSINE: the refusal curve of the off-topic rule
+# (OFF_RELEVANCE, OFF_COSINE) moved together around the operating point (0.4, 0.35): the off-topic rule's curve
+CURVE = ((0.25, 0.2), (0.3, 0.25), (0.35, 0.3), (0.4, 0.35), (0.45, 0.4), (0.5, 0.45))
 
 
 def _figures(a: list[dict], u: dict[str, list[dict]], min_rel: float, curve: bool = True) -> dict:
@@ -120,15 +124,15 @@ def _figures(a: list[dict], u: dict[str, list[dict]], min_rel: float, curve: boo
         "unanswerable_counts": {k: len(v) for k, v in u.items()},
         "refused_by": {reason: sum(1 for r in every_u if r["refused"] and (r["check"].get("reason") or "relevance")
                                    == reason) for reason in ("missing", "off_topic", "relevance")},
-        "curve": [{"off": x,
-                   "refusal_off_topic": share(refused_at(r, min_rel, OFF_RELEVANCE=x, OFF_COSINE=x)
+        "curve": [{"off": f"{x} / {y}",
+                   "refusal_off_topic": share(refused_at(r, min_rel, OFF_RELEVANCE=x, OFF_COSINE=y)
                                               for r in u["off-topic"]),
-                   "refusal_near_topic": share(refused_at(r, min_rel, OFF_RELEVANCE=x, OFF_COSINE=x)
+                   "refusal_near_topic": share(refused_at(r, min_rel, OFF_RELEVANCE=x, OFF_COSINE=y)
                                                for r in u["near-topic"]),
-                   "refusal_adversarial": share(refused_at(r, min_rel, OFF_RELEVANCE=x, OFF_COSINE=x)
+                   "refusal_adversarial": share(refused_at(r, min_rel, OFF_RELEVANCE=x, OFF_COSINE=y)
                                                 for r in u["adversarial"]),
-                   "false_refusal_xquad": share(refused_at(r, min_rel, OFF_RELEVANCE=x, OFF_COSINE=x) for r in a)}
-                  for x in CURVE] if curve else [],
+                   "false_refusal_xquad": share(refused_at(r, min_rel, OFF_RELEVANCE=x, OFF_COSINE=y) for r in a)}
+                  for x, y in CURVE] if curve else [],
     }
 
 
@@ -274,7 +278,7 @@ def print_report(rep: dict) -> None:
               f"p95 {rep['choose_ms_p95']} ms; whole answer median {rep['total_ms_median']} ms\n")
     for sp in ("tune", "test"):
         for w in WORDINGS:
-            print(f"refusal curve over OFF_RELEVANCE = OFF_COSINE ({sp}, {w}):\n| threshold | refused off-topic | "
+            print(f"refusal curve over OFF_RELEVANCE / OFF_COSINE ({sp}, {w}):\n| thresholds | refused off-topic | "
                   "refused near-topic | refused adversarial | false refusals |\n|---|---|---|---|---|")
             for c in rep[sp][w]["curve"]:
                 print(f"| {c['off']} | {_pct(c['refusal_off_topic'])} | {_pct(c['refusal_near_topic'])} | "
