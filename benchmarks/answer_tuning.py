@@ -6,7 +6,7 @@ answered once through rag_core.generation.answer (no model); the query vectors, 
 searches and sentence embeddings are kept, so each point of a grid replays the whole decision — ranking, the evidence
 check, quoting — in seconds. Chosen (thresholds, weights): the point with the fewest false refusals, then the most gold answers
 in the reply and in the first quote (both wordings), among those whose false refusals stay at most MAX_FALSE and
-whose near- and off-topic refusals reach MIN_NEAR and MIN_OFF on each wording. Chosen (direct): the "closest passages" label on the most
+whose near- and off-topic refusals reach MIN_NEAR and MIN_OFF on each wording; then the one refusing least. Chosen (direct): the "closest passages" label on the most
 unanswerable questions while at most MAX_CLOSEST of the answerable ones get it.
 
 Run:  .venv/bin/python -m benchmarks.answer_tuning [--split tune] [--grid thresholds|weights]
@@ -42,7 +42,7 @@ MIN_OFF = 0.85  # off-topic refusals: the goal (a false refusal is the worse fai
 MAX_CLOSEST = 0.1  # answerable questions whose reply may be labelled "closest passages", per wording
 GRIDS: dict[str, dict[tuple[Any, str], tuple[float, ...]]] = {
     "thresholds": {
-        (answerability, "OFF_RELEVANCE"): (0.3, 0.35, 0.4, 0.45),
+        (answerability, "OFF_RELEVANCE"): (0.3, 0.35, 0.38, 0.4, 0.45),
         (answerability, "OFF_COSINE"): (0.3, 0.35, 0.4, 0.45, 0.5),
         (answerability, "OFF_SUPPORT"): (0.34, 0.5, 0.67),
         (answerability, "ON_TOPIC"): (0.5, 0.55),
@@ -174,9 +174,11 @@ def _closest_score(figs: dict[str, dict]) -> tuple[bool, float, float, float]:
 
 
 def score(figs: dict[str, dict]) -> tuple[bool, float, float, float]:
-    """(feasible, fewest false refusals, gold in the reply and in the first quote, off-topic refusals), means over
-    both wordings: higher is better (a false "not found" is the worst failure). Feasible: false refusals at most
-    MAX_FALSE, near-topic and off-topic refusals at least MIN_NEAR and MIN_OFF, on each wording."""
+    """(feasible, fewest false refusals, gold in the reply and in the first quote, fewest off-topic refusals), means
+    over both wordings: higher is better. A false "not found" is the worst failure, so among points that meet the
+    refusal goals the one refusing least wins: questions worded unlike the tune set's land on the answering side.
+    Feasible: false refusals at most MAX_FALSE, near- and off-topic refusals at least MIN_NEAR and MIN_OFF, on
+    each wording."""
     def worst(key: str, low: bool = True) -> float:
         vals = [figs[w][key] or 0.0 for w in WORDINGS]
         return min(vals) if low else max(vals)
@@ -187,7 +189,7 @@ def score(figs: dict[str, dict]) -> tuple[bool, float, float, float]:
     feasible = (worst("false_refusal_xquad", low=False) <= MAX_FALSE and worst("refusal_near-topic") >= MIN_NEAR
                 and worst("refusal_off-topic") >= MIN_OFF)
     both = round((mean("gold_in_answer") + mean("gold_in_first_quote")) / 2, 4)
-    return feasible, -mean("false_refusal_xquad"), both, mean("refusal_off-topic")
+    return feasible, -mean("false_refusal_xquad"), both, -mean("refusal_off-topic")
 
 
 def main() -> None:
@@ -248,7 +250,7 @@ def main() -> None:
         return
     for (ok, neg_false, both, off), point, figs in results[:args.top]:
         print(f"{'ok' if ok else 'NO'} false refusals {-100 * neg_false:.1f} % gold in reply+first {100 * both:.1f} % "
-              f"off-topic {100 * off:.1f} % | "
+              f"off-topic {-100 * off:.1f} % | "
               + " ".join(f"{name}={v}" for (_, name), v in point.items()))
         for w in WORDINGS:
             print(f"    {w:11s} " + " ".join(f"{k} {100 * (figs[w][k] or 0):.1f}" for k in keys))

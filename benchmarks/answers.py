@@ -51,7 +51,6 @@ DEMO_EXPECTED = {
     "How many files can I add in the demo?": "up to 10 files",
     "When is my library deleted?": "removed automatically after a period without activity",
 }
-CURVE_SCORES = (0.0, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5)
 
 
 def quotes(a: Answer) -> list[str]:
@@ -102,8 +101,8 @@ def refused_at(r: dict, min_relevance: float, **thresholds: float) -> bool:
             setattr(answerability, k, v)
 
 
-# (OFF_RELEVANCE, OFF_COSINE) moved together around the operating point (0.4, 0.35): the off-topic rule's curve
-CURVE = ((0.25, 0.2), (0.3, 0.25), (0.35, 0.3), (0.4, 0.35), (0.45, 0.4), (0.5, 0.45))
+# (OFF_RELEVANCE, OFF_COSINE) moved together around the operating point (0.35, 0.35): the off-topic rule's curve
+CURVE = ((0.25, 0.25), (0.3, 0.3), (0.35, 0.35), (0.4, 0.4), (0.45, 0.45))
 
 
 def _figures(a: list[dict], u: dict[str, list[dict]], min_rel: float, curve: bool = True) -> dict:

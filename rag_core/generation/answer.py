@@ -121,6 +121,7 @@ class AnswerStream:
         self._standalone = question
         self._ranked: list[Candidate] = []  # the quotable sentences of the top passages, best answer first
         self._direct = True  # False: no quote answers directly; extractive replies are labelled "closest passages"
+        self._dense = False  # True once self._ranked was re-ranked by meaning (rag_core.quotes SHORTLIST)
         self.checked: dict[str, Any] = {}  # what the evidence check before answering measured
         self._gen: Iterator[str] | None = None
         self._t0 = time.perf_counter()
@@ -230,8 +231,15 @@ class AnswerStream:
             self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance, notice=NOTICE_NOT_RELEVANT)
             yield NOT_FOUND_REPLY
             return
-        # The quotes decide what can be answered, with a model too (one small encode, ~10-30 ms)
-        self._ranked = rank_quotes(query, self.passages[:EXTRACTIVE_PASSAGES], qvec, lib.embedder)
+        # The quotes decide what can be answered. Quoting, the shortlist is re-ranked by meaning (one small encode);
+        # with a model the lexical ranking is enough for the check (names, numbers, words), so the model is asked
+        # without waiting for the embedder a second time (it may be busy adding a file): the checks that need the
+        # sentences' meaning (off topic, closest passages) are for quoted answers, the model's own answer is
+        # checked sentence by sentence afterwards.
+        quoting = chat is None or llm_error is not None
+        self._ranked = rank_quotes(query, self.passages[:EXTRACTIVE_PASSAGES], qvec if quoting else None,
+                                   lib.embedder if quoting else None)
+        self._dense = quoting
         verdict = self._answerable(query, relevance)
         t = self._mark("answerability", t)
         if not verdict.answerable:
@@ -287,7 +295,7 @@ class AnswerStream:
         """The best quote's score; a follow-up searched together with the question before it is also scored on
         its own words (the joined question dilutes them)."""
         best = self._ranked[0].score
-        if self.question.strip() != query.strip():
+        if self._dense and self.question.strip() != query.strip():  # (with a model: words only, no encode)
             vec = np.asarray(self.library.embedder.encode([self.question])[0], dtype=np.float32)
             own = rank_quotes(self.question, self.passages[:EXTRACTIVE_PASSAGES], vec, self.library.embedder)
             best = max(best, own[0].score if own else 0.0)
@@ -297,6 +305,11 @@ class AnswerStream:
                     fault: LLMError | None = None, details: str | None = None, extra: dict | None = None
                     ) -> Iterator[str]:
         t = time.perf_counter()
+        if not self._dense:  # ranked for the model's check: re-rank by meaning now that quotes are shown
+            self._ranked = rank_quotes(self._standalone, self.passages[:EXTRACTIVE_PASSAGES], qvec,
+                                       self.library.embedder)
+            self._dense = True
+            self._direct = self._answerable(self._standalone, relevance).direct  # with the quotes' meaning
         text, citations = extractive_answer(self._standalone, qvec, self.passages, self.library.embedder,
                                             ranked=self._ranked or None, direct=self._direct)
         self._mark("extractive", t)
