@@ -4,6 +4,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 PORT   ?= 8501
+# Where `make run` listens: this computer only. ADDRESS=0.0.0.0 shares the app with the network (README).
+ADDRESS ?= 127.0.0.1
 
 .PHONY: run test lint install install-dev browser ocr bench clean
 
@@ -32,7 +34,7 @@ ocr:
 	@sh scripts/ensure_tesseract.sh
 
 run: $(VENV)/.installed ocr
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT)
+	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS)
 
 ## The lint and type gate: ruff (pyflakes, bugbear, isort, pyupgrade, simplify) and mypy on rag_core.
 lint: $(VENV)/.installed-dev

@@ -38,7 +38,7 @@ answer_module = importlib.import_module("rag_core.generation.answer")  # the mod
 
 MAX_FALSE = 0.04  # false refusals allowed on the tune split, per wording (the goal is 5 %: a margin for the test)
 MIN_NEAR = 0.2  # near-topic refusals on the original wording before this issue (test split): no regression
-MIN_OFF = 0.85  # off-topic refusals: the goal (a false refusal is the worse failure, so no margin here)
+MIN_OFF = 0.9  # off-topic refusals: the goal 85 % plus a margin (one tune question is 3.6 points; at 0.85 the test missed)
 MAX_CLOSEST = 0.1  # answerable questions whose reply may be labelled "closest passages", per wording
 GRIDS: dict[str, dict[tuple[Any, str], tuple[float, ...]]] = {
     "thresholds": {

@@ -9,19 +9,22 @@ import streamlit as st
 
 from rag_core import render
 from rag_core.conversations import Conversation, export_markdown, title_for
-from rag_core.errors import DocChatError, LimitReached
-from rag_core.live import SEARCHING, LiveAnswer
+from rag_core.errors import ConversationUnreadable, DocChatError, LimitReached
+from rag_core.live import DRAFT_STOPPED_NOTE, SEARCHING, LiveAnswer
 from rag_core.workspace import Workspace
 from ui import state
+from ui.conversation_list import show_past_conversations
 from ui.navigation import require_app_entry
 from ui.safe import guarded
 from ui.sources import (
     TURN_FAILED,
     show_assistant_turn,
+    show_draft,
     show_found_passages,
     show_message,
     show_reply,
     show_sources,
+    show_unchecked,
 )
 
 HISTORY_TURNS = 12  # most recent messages handed to rag_core (it trims further to its token budget)
@@ -30,6 +33,7 @@ STOPPED = "The answer was stopped before it finished."  # the same words as a st
 LIVE = "chat_live_answer"  # session key: the reply being written (so Stop can reach it)
 CONV = "chat_conversation"  # session key: the open Conversation
 POLL_S = 0.25  # how often a reply in progress is redrawn (and a Stop click is noticed)
+SETTLE_S = 1.5  # how long a stopped reply may take to be checked before the page goes on (then it follows it)
 
 require_app_entry()
 st.title("Chat with your documents")  # painted before the slow parts below (model and library load)
@@ -51,9 +55,14 @@ def _current() -> Conversation:
         conv = Conversation(turns=st.session_state[state.TURNS])
         _open(conv)
     if conv is None:
-        wanted = st.query_params.get("c")
-        conv = store.load(wanted) if wanted and re.fullmatch(r"[0-9a-f]{16}", wanted) else None
-        if conv is None and wanted and re.fullmatch(r"[0-9a-f]{16}", wanted):
+        wanted = st.query_params.get("c") or ""
+        valid = bool(re.fullmatch(r"[0-9a-f]{16}", wanted))
+        try:
+            conv = store.open(wanted) if valid else None
+        except ConversationUnreadable as e:  # its file is damaged: say so, and leave it as it is (a new id)
+            state.add_notice(str(e))
+            conv, valid = None, False
+        if conv is None and valid:
             conv = Conversation(id=wanted)  # a new, still empty conversation survives a reload as empty
         if conv is None:
             conv = Conversation()  # a fresh visit starts a new conversation; past ones are in the sidebar
@@ -139,7 +148,11 @@ def _new_conversation() -> None:
 
 def _switch(conv_id: str) -> None:
     _stop_live()
-    loaded = store.load(conv_id)
+    try:
+        loaded = store.open(conv_id)
+    except ConversationUnreadable as e:
+        state.add_notice(str(e))
+        return
     if loaded is None:
         state.add_notice("That conversation could not be opened; it may have been deleted.")
         return
@@ -169,18 +182,15 @@ def _conversations_sidebar() -> None:
         st.button("New conversation", icon=":material/add_comment:", on_click=_new_conversation,
                   disabled=not turns, width="stretch")
         if turns:
-            with st.popover("This conversation", icon=":material/more_horiz:", width="stretch"):
+            with guarded("this conversation's menu"), st.popover("This conversation", icon=":material/more_horiz:",
+                                                                  width="stretch"):
                 st.text_input("Name", value=conv.title, key="conv_title", on_change=_rename, max_chars=80)
                 st.download_button("Export as Markdown", data=export_markdown(conv), file_name=_file_name(conv.title),
                                    mime="text/markdown", icon=":material/download:", on_click="ignore")
                 st.button("Delete this conversation", icon=":material/delete:", on_click=_delete_current,
                           type="secondary")
-        past = [c for c in store.list() if c.id != conv.id]
-        if past:
-            st.markdown("**Past conversations**")
-            for info in past[:30]:
-                st.button(info.title, key=f"conv_{info.id}", on_click=_switch, args=(info.id,),
-                          icon=":material/chat_bubble_outline:", width="stretch", type="tertiary")
+        with guarded("the list of past conversations"):
+            show_past_conversations(store.listing(), conv.id, _switch)  # a bounded read: the newest files' heads
 
 
 # -- asking ----------------------------------------------------------------------------------------------------
@@ -198,12 +208,32 @@ def _replay() -> None:
                 _settle(turn)
             if role == "user":
                 st.markdown(render.escape_markdown(turn["text"], keep_newlines=True))
-            elif turn.get("answer") is None and turn.get("text"):  # stopped before the answer was checked
-                st.markdown(render.reply_markdown(turn["text"]))
-                show_message(STOPPED, "warning")
+            elif turn.get("answer") is None and turn.get("text"):  # stopped before its answer was checked
+                _unchecked(turn, turn.get("id") or f"turn{i}")
             else:
                 show_assistant_turn(turn.get("answer"), turn.get("error"), turn.get("id") or f"turn{i}", ws,
                                     turn.get("error_kind", "error"))
+
+
+def _unchecked(turn: dict, key: str) -> None:
+    """A stopped reply whose check had not ended when its run did: its checked answer once it is there; its draft,
+    visibly one, while the check goes on; once the check is gone (a reload), one sentence and the draft in Details."""
+    live = turn.get("live")
+    if live is not None and live.finished and _keep(turn, live) is not None:
+        _save(conv)
+        show_assistant_turn(turn["answer"], None, key, ws)
+    elif live is not None and not live.finished:
+        show_draft(render.escape_stream(turn["text"]), DRAFT_STOPPED_NOTE)
+        _follow_check(live)
+    else:
+        show_unchecked(turn["text"])
+
+
+@st.fragment(run_every=2 * POLL_S)
+def _follow_check(live: LiveAnswer) -> None:
+    """While a stopped reply is still being checked, look twice a second; redraw the page once it is done."""
+    if live.finished:
+        st.rerun()
 
 
 def _stop_live() -> None:
@@ -254,7 +284,8 @@ def _ask(question: str, doc_ids: list[str] | None) -> None:
                     if len(live.text) > shown:
                         escaped += escaper.feed(live.text[shown:])
                         shown = len(live.text)
-                        reply.markdown(escaped)
+                        with reply.container():
+                            show_draft(escaped)  # greyed until checked: the checked answer replaces it
                         turn["text"] = live.text
                     if not found and live.passages:
                         found = True
@@ -281,12 +312,12 @@ def _ask(question: str, doc_ids: list[str] | None) -> None:
 
 def _settle(turn: dict) -> None:
     """Finish a reply whose run was interrupted: stop it, keep the text so far (and the checked partial answer when
-    the model gives control back within a second), marked stopped. Streamlit may already be running the next run
+    it is ready within SETTLE_S; else the page follows the check, see _unchecked), marked stopped. Streamlit may already be running the next run
     while the interrupted one unwinds, so whichever gets here first does it (the steps are idempotent)."""
     live = turn.get("live")
     if live is not None:
         live.stop()
-        live.wait(1.0)
+        live.wait(SETTLE_S)
         turn["text"] = live.text
     turn["stopped"] = True
     _keep(turn, live)

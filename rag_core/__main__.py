@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
 from typing import Any
 
-from .cli_common import emit, open_library
+from .cli_common import emit, json_text, k_value, open_library, terminal_text
 from .config import Settings, describe, load_settings, settings_markdown
 from .errors import DocChatError, SettingsError
 from .models import Progress
@@ -21,14 +20,15 @@ def ingest_progress(name: str) -> Progress:
     """A progress callback printing each new stage of adding `name` (and every scanned page read) to stderr."""
     seen: set[str] = set()
     pages: set[int] = set()
+    shown = terminal_text(name)
 
     def report(stage: str, done: int, total: int) -> None:
         if stage in INGEST_STAGES and stage not in seen:
             seen.add(stage)
-            print(f"  {name}: {INGEST_STAGES[stage]}…", file=sys.stderr, flush=True)
+            print(f"  {shown}: {INGEST_STAGES[stage]}…", file=sys.stderr, flush=True)
         if stage == "ocr" and total and done < total and done not in pages:
             pages.add(done)
-            print(f"  {name}: reading scanned page {done + 1} of {total}", file=sys.stderr, flush=True)
+            print(f"  {shown}: reading scanned page {done + 1} of {total}", file=sys.stderr, flush=True)
 
     return report
 
@@ -45,9 +45,9 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     def human() -> None:
         for r in results:
             if r.status == "failed":
-                print(f"failed     {r.path}: {r.error}" + (f" ({r.details})" if r.details else ""))
+                print(terminal_text(f"failed     {r.path}: {r.error}" + (f" ({r.details})" if r.details else "")))
             else:
-                print(f"{r.status:<10} {r.path}  (id {r.doc_id}, {r.chunks} chunks)")
+                print(terminal_text(f"{r.status:<10} {r.path}  (id {r.doc_id}, {r.chunks} chunks)"))
 
     emit(args, {"results": [r.as_json() for r in results]}, human)
     return 1 if any(r.status == "failed" for r in results) else 0
@@ -67,7 +67,8 @@ def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
             print("Your library is empty. Add files with: python -m rag_core ingest FILE...")
         for r in rows:
             pages = f"{r['pages']} pages, " if r["pages"] else ""
-            print(f"{r['doc_id']}  {r['title']}  [{r['kind']}, {pages}{r['chunks']} chunks, added {r['added_at']}]")
+            print(terminal_text(f"{r['doc_id']}  {r['title']}  [{r['kind']}, {pages}{r['chunks']} chunks, added "
+                                f"{r['added_at']}]"))
 
     emit(args, {"documents": rows}, human)
     return 0
@@ -88,8 +89,8 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
             print("No matching passages.")
         for i, r in enumerate(rows, 1):
             where = ", ".join(x for x in (f"p. {r['page']}" if r["page"] else "", r["section"]) if x)
-            print(f"[{i}] {r['title']}{' — ' + where if where else ''}  (score {r['score']})")
-            print("    " + r["text"][:300].replace("\n", " ") + ("…" if len(r["text"]) > 300 else ""))
+            print(terminal_text(f"[{i}] {r['title']}{' — ' + where if where else ''}  (score {r['score']})"))
+            print("    " + terminal_text(r["text"][:300]) + ("…" if len(r["text"]) > 300 else ""))
 
     emit(args, {"hits": rows}, human)
     return 0
@@ -101,7 +102,8 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
         info = lib.delete(args.doc_id)
     finally:
         lib.close()
-    emit(args, {"deleted": info.doc_id, "title": info.title}, lambda: print(f"Deleted “{info.title}” ({info.doc_id})."))
+    emit(args, {"deleted": info.doc_id, "title": info.title},
+         lambda: print(terminal_text(f"Deleted “{info.title}” ({info.doc_id}).")))
     return 0
 
 
@@ -117,8 +119,8 @@ def cmd_settings(args: argparse.Namespace, settings: Settings) -> int:
             shown = r.as_json()
             value = "(not set)" if shown["value"] is None else shown["value"]
             default = "(not set)" if shown["default"] is None else shown["default"]
-            print(f"{r.variable} = {value}")
-            print(f"    {r.description} Allowed: {r.allowed}. Default: {default}.")
+            print(terminal_text(f"{r.variable} = {value}"))
+            print(terminal_text(f"    {r.description} Allowed: {r.allowed}. Default: {default}."))
 
     emit(args, {"settings": [r.as_json() for r in rows]}, human)
     return 0
@@ -144,24 +146,28 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
         done = migrate(settings, Embedder(settings.embedding_model), None if args.json else _upgrade_progress)
     if done is None:
         note = notes.get(state, notes["done"])  # "needed" and nothing done: another process just did it
-        emit(args, {"upgraded": False, "state": state, "message": note}, lambda: print(note))
+        emit(args, {"upgraded": False, "state": state, "message": note}, lambda: print(terminal_text(note)))
         return 0
     message = (f"Upgraded {done.documents} documents ({done.passages} passages) in {done.seconds:.1f} s. The old "
                f"folder {done.old_folder} is no longer used; you can delete it.")
     emit(args, {"upgraded": True, "documents": done.documents, "passages": done.passages,
                 "seconds": round(done.seconds, 2), "old_folder": str(done.old_folder), "message": message},
-         lambda: print(message))
+         lambda: print(terminal_text(message)))
     return 0
 
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the library to agents over the Model Context Protocol (stdio, or streamable HTTP with --http)."""
+    from .mcp_files import allowed_dirs
     from .mcp_server import serve
 
     if args.http and not 0 < args.port < 65536:
         raise SettingsError(f"--port {args.port} is not a port: use a whole number from 1 to 65535.")
+    if args.allow_dir and not args.allow_writes:
+        raise SettingsError("--allow-dir is for the tool add_document, which is offered only with --allow-writes: "
+                            "add --allow-writes, or leave out --allow-dir.")
     serve(settings, allow_writes=args.allow_writes, http_port=args.port if args.http else None,
-          idle_close_s=args.idle_close, use_llm=not args.no_llm)
+          idle_close_s=args.idle_close, use_llm=not args.no_llm, allow_dirs=allowed_dirs(args.allow_dir or ()))
     return 0
 
 
@@ -183,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", parents=[common], help="find passages")
     p.add_argument("query")
-    p.add_argument("-k", type=int, default=5)
+    p.add_argument("-k", type=k_value, default=5, help="how many passages, 1-50 (default 5)")
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("delete", parents=[common], help="delete a document and its chunks")
@@ -200,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mcp", parents=[common], help="serve the library to AI assistants over MCP (docs/mcp.md)")
     p.add_argument("--allow-writes", action="store_true",
                    help="also offer add_document and import_wikipedia (off: the tools are not even listed)")
+    p.add_argument("--allow-dir", action="append", metavar="FOLDER",
+                   help="a folder whose PDF, Word, text and Markdown files add_document may add (repeatable; "
+                        "none: add_document reads no local file)")
     p.add_argument("--no-llm", action="store_true", help="ask quotes the documents, without a language model")
     p.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
     p.add_argument("--port", type=int, default=8765, help="port for --http (default 8765)")
@@ -225,15 +234,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.data_dir:
             settings = settings.with_overrides(data_dir=Path(args.data_dir))
     except SettingsError as e:  # always on stderr, even with --json: nothing ran
-        print(f"Error: {e}", file=sys.stderr)
+        print(terminal_text(f"Error: {e}"), file=sys.stderr)
         return 2
     try:
         return args.func(args, settings)
     except DocChatError as e:
         if getattr(args, "json", False):
-            print(json.dumps({"error": str(e)}, ensure_ascii=False))
+            print(json_text({"error": str(e)}, indent=None))
         else:
-            print(f"Error: {e}" + (f"\n({e.details})" if e.details else ""), file=sys.stderr)
+            print(terminal_text(f"Error: {e}") + (f"\n({terminal_text(e.details)})" if e.details else ""),
+                  file=sys.stderr)
         return 2
 
 

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from .citations import citation_json, passage_json
+from .cli_common import json_text, k_value, terminal_text
 from .config import Settings
 from .models import Answer
 
@@ -17,8 +17,9 @@ def _print_sources(ans: Answer) -> None:
     for c in ans.citations:
         j = citation_json(c)
         where = ", ".join(x for x in (f"p. {j['page']}" if j["page"] else "", j["section"]) if x)
-        print(f"  [{j['n']}] {j['title']}{' — ' + where if where else ''}{'  ' + j['url'] if j['url'] else ''}")
-        quote = " ".join(j["quote"].split())
+        print(terminal_text(f"  [{j['n']}] {j['title']}{' — ' + where if where else ''}"
+                            f"{'  ' + j['url'] if j['url'] else ''}"))
+        quote = " ".join(terminal_text(j["quote"]).split())
         print(f"      “{quote[:240]}{'…' if len(quote) > 240 else ''}”")
 
 
@@ -47,19 +48,20 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
                 pass
         else:
             for delta in stream:
-                print(delta, end="", flush=True)
+                print(terminal_text(delta, newlines=True), end="", flush=True)
             print()
     finally:
         lib.close()
     ans = stream.answer
     assert ans is not None
     if args.json:
-        print(json.dumps(answer_json(ans), ensure_ascii=False, indent=2))
+        print(json_text(answer_json(ans)))
     else:
         _print_sources(ans)
         if ans.notice:
             details = ans.extra.get("details")
-            print(f"\nNote: {ans.notice}" + (f"\n({details})" if details else ""), file=sys.stderr)
+            print("\nNote: " + terminal_text(ans.notice) + (f"\n({terminal_text(str(details))})" if details else ""),
+                  file=sys.stderr)
     return 1 if ans.incomplete else 0
 
 
@@ -70,7 +72,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--model", help="Ollama model to use (default: $DOCCHAT_OLLAMA_MODEL)")
     p.add_argument("--no-llm", action="store_true",
                    help="no language model: quote the most relevant sentences (extractive answer)")
-    p.add_argument("-k", type=int, default=None, help="number of passages to retrieve (default: $DOCCHAT_TOP_K)")
+    p.add_argument("-k", type=k_value, default=None,
+                   help="number of passages to retrieve, 1-50 (default: $DOCCHAT_TOP_K)")
     p.add_argument("--doc", dest="doc_ids", action="append", metavar="DOC_ID",
                    help="only search this document (repeatable; ids from `list`)")
     p.set_defaults(func=cmd_ask)

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
+from .cli_common import json_text, terminal_text
 from .config import Settings
 
 _HELP = """Measure how well DocChat finds the right passage.
@@ -46,7 +46,8 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     try:
         ds = ev.limit_dataset(ev.load_dataset(args.dataset), args.limit)
     except ValueError as e:
-        print(json.dumps({"error": str(e)}) if args.json else f"Error: {e}", file=sys.stdout if args.json else sys.stderr)
+        print(json_text({"error": str(e)}, indent=None) if args.json else terminal_text(f"Error: {e}"),
+              file=sys.stdout if args.json else sys.stderr)
         return 2
     progress = None if args.json else _progress
     methods = [m for m in dict.fromkeys(args.methods)]
@@ -69,7 +70,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         lib.close()
     report = ev.report_json(ds.name, results, failures, DEFAULT_METHOD)
     if args.json:
-        print(json.dumps(report, ensure_ascii=False, indent=2))
+        print(json_text(report))
         return 0
     _print_table(report, results)
     _print_failures(failures, args.max_failures)
@@ -93,7 +94,8 @@ def _print_failures(failures: list[dict], limit: int) -> None:
           + (f" (showing {len(shown)}; --max-failures N or --json for all)" if len(shown) < len(failures) else ""))
     for f in shown:
         rank = f"rank {f['rank']}" if f["rank"] else "not in top 10"
-        print(f"\n  Q: {f['question']}\n     expected {f['expected']} — {rank}")
+        print(f"\n  Q: {terminal_text(f['question'])}\n     expected {terminal_text(str(f['expected']))} — {rank}")
         for i, p in enumerate(f["top"], 1):
-            snippet = p["text"][:110].replace("\n", " ")
-            print(f"     {i}. {p['score']:>8.3f}  {p['title']} [{p['char_start']}-{p['char_end']}]  {snippet}…")
+            snippet = terminal_text(p["text"][:110])
+            print(f"     {i}. {p['score']:>8.3f}  {terminal_text(p['title'])} [{p['char_start']}-{p['char_end']}]  "
+                  f"{snippet}…")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from .cli_common import emit, open_library
+from .cli_common import emit, open_library, terminal_text
 from .config import Settings
 from .errors import DocChatError, WikipediaError
 from .wikipedia import LICENSE, RefreshItem, WikiHit, checked_article_url, import_article, refresh, search
@@ -17,6 +17,11 @@ log = logging.getLogger(__name__)
 
 EXIT_FAILED = 1
 EXIT_CHOOSE = 3  # a disambiguation page: nothing imported, the user has to pick a title
+
+
+def say(line: str) -> None:
+    """Print one line of article text (titles, snippets, errors) with terminal controls neutralised."""
+    print(terminal_text(line))
 
 
 def cmd_wiki(args: argparse.Namespace, settings: Settings) -> int:
@@ -32,20 +37,20 @@ def cmd_wiki(args: argparse.Namespace, settings: Settings) -> int:
 
     def human() -> None:
         if r.status == "failed":
-            print(f"failed     {r.title}: {r.error}")
+            say(f"failed     {r.title}: {r.error}")
             return
         if r.redirected_from:
-            print(f"“{r.redirected_from}” redirected to “{r.title}”.")
+            say(f"“{r.redirected_from}” redirected to “{r.title}”.")
         if r.status == "disambiguation":
             where = f" ({url})" if url else ""
-            print(f"“{r.title}” is a disambiguation page{where}. Pick one of these and run the command again:")
+            say(f"“{r.title}” is a disambiguation page{where}. Pick one of these and run the command again:")
             for c in r.candidates:
-                print(f"  {c}")
+                say(f"  {c}")
             if r.candidates:
-                print(f"Example: python -m rag_core wiki \"{r.candidates[0]}\" --lang {r.lang}")
+                say(f"Example: python -m rag_core wiki \"{r.candidates[0]}\" --lang {r.lang}")
             return
         note = "  — already in your library" if r.status == "unchanged" else ""
-        print(f"{r.status:<10} {r.title}  (id {r.doc_id}, {r.chunks} chunks, revision {r.revision_id}){note}")
+        say(f"{r.status:<10} {r.title}  (id {r.doc_id}, {r.chunks} chunks, revision {r.revision_id}){note}")
         print(f"           {url or 'Wikipedia'}  ·  {LICENSE}")
         for old in r.replaced:
             print(f"           replaced the older revision {old}")
@@ -61,11 +66,11 @@ def cmd_wiki_search(args: argparse.Namespace, settings: Settings) -> int:
 
     def human() -> None:
         if not hits:
-            print(f"No Wikipedia articles match “{words}” on {args.lang}.wikipedia.org.")
+            say(f"No Wikipedia articles match “{words}” on {args.lang}.wikipedia.org.")
         for i, h in enumerate(hits, 1):
-            print(f"{i}. {h.title}")
+            say(f"{i}. {h.title}")
             if h.snippet:
-                print(f"   {h.snippet}")
+                say(f"   {h.snippet}")
             url = checked_article_url(h.url, args.lang)
             if url:
                 print(f"   {url}")
@@ -111,7 +116,7 @@ def cmd_wiki_refresh(args: argparse.Namespace, settings: Settings) -> int:
                             ("removed upstream", report.removed_upstream), ("failed", report.failed)):
             print(f"{name} ({len(items)})")
             for i in items:
-                print(_item_line(i))
+                say(_item_line(i))
 
     emit(args, report.as_json(), human)
     return EXIT_FAILED if report.failed else 0

@@ -2,140 +2,49 @@
 
 Local mode keeps one JSON file per conversation under `<data dir>/conversations/` (written atomically, so a crash
 leaves the previous version); the hosted demo keeps them in memory with the browser session and forgets them with it.
-`export_markdown` turns a conversation into a file a person can send to a colleague.
+Every file there is read as untrusted: a regular file only, up to a limit, its shape checked (rag_core.safe_files);
+the sidebar's list reads only the head of the newest files. `export_markdown` turns a conversation into a file a
+person can send to a colleague, every text in it escaped so that rendering it shows text and fetches nothing.
 """
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
-import re
+import stat
 import threading
 import time
-import uuid
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from .models import Answer, Chunk, Citation, Passage, SentenceCheck, SourceMeta
+from .conversation_data import (
+    FORMAT,
+    MAX_TITLE,
+    UNTITLED,
+    Conversation,
+    ConversationInfo,
+    Listing,
+    from_json,
+    questions,
+    to_json,
+)
+from .conversation_data import ID_RE as _ID
+from .conversation_data import answer_from_dict as answer_from_dict
+from .conversation_data import answer_to_dict as answer_to_dict
+from .conversation_data import new_id as new_id
+from .conversation_data import title_for as title_for
+from .errors import ConversationUnreadable
+from .models import Answer, Citation
+from .safe_files import UnsafeFile, json_members_before, read_head, read_json
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
 MAX_FILE_BYTES = 20 * 1024 * 1024  # a conversation file larger than this is not read (damaged or hostile)
-MAX_TITLE = 80
-_ID = re.compile(r"^[0-9a-f]{12,32}$")
-UNTITLED = "New conversation"
-KEPT_EXTRA = ("details", "closest")  # what of Answer.extra a saved conversation keeps (the notice's technical part,
-# and whether quotes were only the closest passages, for the reply's badge)
-
-
-def new_id() -> str:
-    """A fresh conversation or turn id."""
-    return uuid.uuid4().hex[:16]
-
-
-def title_for(question: str) -> str:
-    """A conversation's default title: its first question, shortened on a word boundary."""
-    text = " ".join(question.split())
-    if len(text) <= MAX_TITLE:
-        return text or UNTITLED
-    cut = text[:MAX_TITLE].rsplit(" ", 1)[0] or text[:MAX_TITLE]
-    return cut + "…"
-
-
-# -- (de)serialising answers -----------------------------------------------------------------------------------
-def answer_to_dict(answer: Answer) -> dict[str, Any]:
-    """A JSON-ready dict of an answer (citations, passages and sentence checks included)."""
-    d = asdict(answer)
-    kept = {k: v for k, v in (answer.extra or {}).items() if k in KEPT_EXTRA and isinstance(v, (str, bool))}
-    d["extra"] = kept  # the rest is run-time detail (timings, raw text)
-    return d
-
-
-def _chunk(d: dict[str, Any]) -> Chunk:
-    return Chunk(**{**d, "heading_path": tuple(d.get("heading_path") or ()), "source": SourceMeta(**d["source"])})
-
-
-def _passage(d: dict[str, Any]) -> Passage:
-    return Passage(chunk=_chunk(d["chunk"]), score=float(d["score"]))
-
-
-def answer_from_dict(d: dict[str, Any]) -> Answer:
-    """The answer saved by `answer_to_dict` (ValueError/KeyError/TypeError when damaged)."""
-    citations = tuple(replace(Citation(**{k: v for k, v in c.items() if k not in ("passage", "answer_spans")},
-                                       passage=_passage(c["passage"])),
-                              answer_spans=tuple(tuple(s) for s in c.get("answer_spans") or ()))
-                      for c in d.get("citations") or ())
-    sentences = tuple(SentenceCheck(**{**s, "cited": tuple(s.get("cited") or ()),
-                                       "supported_by": tuple(s.get("supported_by") or ())})
-                      for s in d.get("sentences") or ())
-    plain = {k: v for k, v in d.items() if k not in ("citations", "passages", "sentences", "extra")}
-    extra = {k: v for k, v in (d.get("extra") or {}).items() if k in KEPT_EXTRA and isinstance(v, (str, bool))}
-    return Answer(**plain, citations=citations, passages=tuple(_passage(p) for p in d.get("passages") or ()),
-                  sentences=sentences, extra=extra)
-
-
-# -- conversations --------------------------------------------------------------------------------------------
-@dataclass
-class Conversation:
-    """One conversation: turns are dicts {"id", "role", "text", "answer": Answer | None, "error", ...}."""
-
-    id: str = field(default_factory=new_id)
-    title: str = UNTITLED
-    created: float = field(default_factory=time.time)
-    updated: float = field(default_factory=time.time)
-    turns: list[dict[str, Any]] = field(default_factory=list)
-    titled_by_user: bool = False
-
-
-@dataclass(frozen=True)
-class ConversationInfo:
-    """One line of the sidebar's list of past conversations."""
-
-    id: str
-    title: str
-    updated: float
-    questions: int
-
-
-def _turn_to_json(turn: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {k: v for k, v in turn.items()
-                           if k != "answer" and isinstance(v, str | int | float | bool | type(None))}
-    answer = turn.get("answer")
-    if isinstance(answer, Answer):
-        out["answer"] = answer_to_dict(answer)
-    return out
-
-
-def _turn_from_json(d: dict[str, Any]) -> dict[str, Any]:
-    turn = {k: v for k, v in d.items() if k != "answer"}
-    turn["answer"] = answer_from_dict(d["answer"]) if d.get("answer") else None
-    turn.setdefault("text", "")
-    turn["pending"] = False  # a turn saved mid-answer is shown as it got, never as still running
-    return turn
-
-
-def to_json(conv: Conversation) -> dict[str, Any]:
-    """The conversation as a JSON-ready dict."""
-    return {"format": FORMAT, "id": conv.id, "title": conv.title, "created": conv.created, "updated": conv.updated,
-            "titled_by_user": conv.titled_by_user, "turns": [_turn_to_json(t) for t in conv.turns]}
-
-
-def from_json(d: dict[str, Any]) -> Conversation:
-    """The conversation saved by `to_json` (ValueError/KeyError/TypeError when damaged)."""
-    if d.get("format") != FORMAT or not _ID.match(str(d.get("id", ""))):
-        raise ValueError("not a DocChat conversation")
-    return Conversation(id=d["id"], title=str(d.get("title") or UNTITLED)[:MAX_TITLE + 1],
-                        created=float(d.get("created", 0)), updated=float(d.get("updated", 0)),
-                        turns=[_turn_from_json(t) for t in d.get("turns") or ()],
-                        titled_by_user=bool(d.get("titled_by_user")))
-
-
-def questions(conv: Conversation) -> int:
-    """How many questions the conversation holds."""
-    return sum(1 for t in conv.turns if t.get("role") == "user")
+MAX_LISTED = 100  # the newest conversation files the sidebar's list reads (older ones stay on disk, unlisted)
+MAX_SCANNED = 5000  # entries of the conversations folder looked at to find them
+HEAD_BYTES = 8192  # read of each listed file: its title, times and question count come before its turns
 
 
 class Conversations(Protocol):
@@ -143,7 +52,11 @@ class Conversations(Protocol):
 
     def list(self) -> list[ConversationInfo]: ...
 
+    def listing(self) -> Listing: ...
+
     def load(self, conv_id: str) -> Conversation | None: ...
+
+    def open(self, conv_id: str) -> Conversation | None: ...
 
     def save(self, conv: Conversation) -> None: ...
 
@@ -204,11 +117,19 @@ class MemoryConversations(_Renaming):
             convs = [from_json(d) for d in self._items.values()]
         return sorted((_info(c) for c in convs if questions(c)), key=lambda i: -i.updated)
 
+    def listing(self) -> Listing:
+        """The list with nothing left out (memory holds only what this session saved)."""
+        return Listing(tuple(self.list()))
+
     def load(self, conv_id: str) -> Conversation | None:
         """A conversation by id, or None."""
         with self._lock:
             d = self._items.get(conv_id)
         return from_json(d) if d else None
+
+    def open(self, conv_id: str) -> Conversation | None:
+        """The same as `load`: what this session saved is always readable."""
+        return self.load(conv_id)
 
     def save(self, conv: Conversation) -> None:
         """Keep the conversation as it is now."""
@@ -234,31 +155,110 @@ class FileConversations(_Renaming):
             raise ValueError(f"bad conversation id {conv_id!r}")
         return self.folder / f"{conv_id}.json"
 
-    def _read(self, path: Path) -> Conversation | None:
+    def _read(self, path: Path) -> Conversation:
+        """The conversation in `path`: FileNotFoundError when there is none, ConversationUnreadable (logged, naming
+        the file) when it is not a regular file, larger than MAX_FILE_BYTES, or not a conversation of this id."""
         try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                log.warning("Skipping conversation file %s: larger than %d bytes", path.name, MAX_FILE_BYTES)
-                return None
-            return from_json(json.loads(path.read_text(encoding="utf-8")))
+            conv = from_json(read_json(path, MAX_FILE_BYTES))
+            if conv.id != path.stem:
+                raise ValueError(f"it holds conversation {conv.id}")
+            return conv
         except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
-            log.warning("Skipping unreadable conversation file %s: %s", path.name, e)
-            return None
+            raise
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError) as e:
+            raise _unreadable(path, e) from e
+
+    def _summary(self, path: Path) -> ConversationInfo:
+        """The sidebar's line for a file, from its first HEAD_BYTES only (to_json writes the turns last)."""
+        try:
+            head = read_head(path, HEAD_BYTES)
+            members, turns = json_members_before(head, "turns", complete=len(head) < HEAD_BYTES)
+            if members.get("format") != FORMAT or members.get("id") != path.stem:
+                raise ValueError("not a DocChat conversation of this name")
+            if turns is not None and not turns.startswith("["):
+                raise ValueError("its turns are not a JSON array")
+            count = members.get("questions")
+            if turns is None or turns[1:].lstrip().startswith("]"):
+                count = 0
+            elif not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                count = 1  # saved before the count was written: it has turns, so at least one question
+            updated = float(members.get("updated", 0))
+            title = str(members.get("title") or UNTITLED)[:MAX_TITLE + 1]
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError, TypeError, RecursionError, MemoryError) as e:
+            raise _unreadable(path, e) from e
+        return ConversationInfo(path.stem, title, updated if math.isfinite(updated) else 0.0, count)
+
+    def _newest(self) -> tuple[list[Path], list[str], int]:
+        """The MAX_LISTED newest conversation files (by modification time), the names of those that are not regular
+        files, and how many older ones were left out."""
+        found: list[tuple[float, str, Path]] = []
+        bad: list[str] = []
+        with os.scandir(self.folder) as entries:
+            for n, entry in enumerate(entries):
+                if n >= MAX_SCANNED:
+                    log.warning("Listing only the first %d entries of %s", MAX_SCANNED, self.folder)
+                    break
+                if not entry.name.endswith(".json") or not _ID.match(entry.name[:-5]):
+                    continue
+                try:
+                    st = entry.stat()  # the link followed: a link to a device is no regular file
+                except FileNotFoundError:
+                    continue  # deleted meanwhile, or a dangling link
+                except OSError as e:
+                    log.warning("Skipping conversation file %s: %s", entry.path, e)
+                    bad.append(entry.name)
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    found.append((st.st_mtime, entry.name, Path(entry.path)))
+                else:
+                    log.warning("Skipping conversation file %s: not a regular file", entry.path)
+                    bad.append(entry.name)
+        found.sort(reverse=True)
+        return [p for _, _, p in found[:MAX_LISTED]], bad, max(0, len(found) - MAX_LISTED)
+
+    def listing(self) -> Listing:
+        """Saved conversations with at least one question, newest first, read from a bounded head of a bounded
+        number of files; files that could not be read are named, never fatal."""
+        try:
+            paths, bad, left_out = self._newest()
+        except FileNotFoundError:
+            return Listing((), folder=str(self.folder))
+        except OSError as e:
+            log.warning("Cannot list conversations in %s: %s", self.folder, e)
+            return Listing((), folder=str(self.folder))
+        infos: list[ConversationInfo] = []
+        for path in paths:
+            try:
+                infos.append(self._summary(path))
+            except FileNotFoundError:
+                continue
+            except ConversationUnreadable:
+                bad.append(path.name)
+        infos.sort(key=lambda i: -i.updated)
+        return Listing(tuple(i for i in infos if i.questions), tuple(bad), left_out, str(self.folder))
 
     def list(self) -> list[ConversationInfo]:
         """Saved conversations with at least one question, newest first (unreadable files are skipped)."""
-        try:
-            paths: Iterable[Path] = list(self.folder.glob("*.json"))
-        except OSError as e:
-            log.warning("Cannot list conversations in %s: %s", self.folder, e)
-            return []
-        convs = [c for c in (self._read(p) for p in paths if _ID.match(p.stem)) if c is not None]
-        return sorted((_info(c) for c in convs if questions(c)), key=lambda i: -i.updated)
+        return list(self.listing().items)
 
     def load(self, conv_id: str) -> Conversation | None:
-        """A saved conversation by id, or None (missing or unreadable)."""
-        return self._read(self._path(conv_id)) if _ID.match(conv_id) else None
+        """A saved conversation by id, or None (missing or unreadable: logged)."""
+        try:
+            return self.open(conv_id)
+        except ConversationUnreadable:
+            return None
+
+    def open(self, conv_id: str) -> Conversation | None:
+        """A saved conversation by id, None when there is none; ConversationUnreadable (naming its file) when its
+        file can't be read."""
+        if not _ID.match(conv_id):
+            return None
+        try:
+            return self._read(self._path(conv_id))
+        except FileNotFoundError:
+            return None
 
     def save(self, conv: Conversation) -> None:
         """Write the conversation atomically (a crash leaves the previous version); OSError when the disk fails."""
@@ -274,6 +274,20 @@ class FileConversations(_Renaming):
             self._path(conv_id).unlink(missing_ok=True)
 
 
+def _unreadable(path: Path, e: BaseException) -> ConversationUnreadable:
+    """The error for a conversation file that could not be read (logged, with its reason)."""
+    log.warning("Skipping unreadable conversation file %s: %s", path, e)
+    if isinstance(e, UnsafeFile):
+        reason = e.reason
+    elif isinstance(e, MemoryError):
+        reason = "it is too large to read"
+    elif isinstance(e, OSError):
+        reason = e.strerror or "it could not be read"
+    else:
+        reason = "it is damaged or not a DocChat conversation"
+    return ConversationUnreadable(str(path), reason)
+
+
 # -- export ---------------------------------------------------------------------------------------------------
 def _quote(text: str, start: int | None, end: int | None, limit: int = 600) -> str:
     if start is not None and end is not None and 0 <= start < end <= len(text):
@@ -283,8 +297,12 @@ def _quote(text: str, start: int | None, end: int | None, limit: int = 600) -> s
 
 
 def _plain(text: str) -> str:
-    """Text as readable Markdown that can't carry HTML (documents and replies are untrusted)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Untrusted text (a title, question, reply, document text) as Markdown that renders as exactly that text, its
+    lines kept: every ASCII punctuation character is backslash-escaped (render.escape_markdown), so no link, image,
+    HTML, emphasis, heading, list or Streamlit directive survives, and bare URLs are not auto-linked."""
+    from . import render
+
+    return "\n".join(render.escape_markdown(line) for line in str(text).splitlines())
 
 
 def _source_line(n: int, c: Citation) -> list[str]:
@@ -299,7 +317,8 @@ def _source_line(n: int, c: Citation) -> list[str]:
     url = render.safe_source_url(chunk)
     lines = [head + (f" — {url}" if url else "")]
     status = {"verified": "checked: the quote backs the answer", "matched": "matched to the answer",
-              "unsupported": "not backed by this passage"}.get(c.status)
+              "unsupported": "not backed by this passage",
+              "flagged": "source contains instructions addressed to an AI"}.get(c.status)
     quote = _plain(_quote(chunk.text, c.evidence_start, c.evidence_end))
     lines.append(f"> {quote}" + (f"  \n> *({status})*" if status else ""))
     return lines
@@ -308,7 +327,7 @@ def _source_line(n: int, c: Citation) -> list[str]:
 def export_markdown(conv: Conversation) -> str:
     """The conversation as Markdown: each question, its answer, and numbered sources with quotes and links."""
 
-    out = [f"# {_plain(conv.title)}",
+    out = [f"# {_plain(' '.join(str(conv.title).split())) or UNTITLED}",
            "", f"*Exported from DocChat on {time.strftime('%Y-%m-%d %H:%M', time.localtime())}.*", ""]
     for turn in conv.turns:
         if turn.get("role") == "user":
@@ -323,7 +342,7 @@ def export_markdown(conv: Conversation) -> str:
         if answer.incomplete:
             out += ["*(This answer was stopped before it finished.)*", ""]
         if answer.notice:
-            out += [f"*{_plain(answer.notice)}*", ""]
+            out += [f"*{_plain(' '.join(answer.notice.split()))}*", ""]
         if answer.citations:
             out += ["**Sources**", ""]
             for c in sorted(answer.citations, key=lambda c: c.n):

@@ -94,6 +94,22 @@ class IngestTimedOut(IngestError):
         self.limit_s, self.projected = limit_s, projected
 
 
+class ScanTooLong(IngestTimedOut):
+    """A scan whose OCR cannot finish within DOCCHAT_INGEST_TIMEOUT_S, refused before spending it (loaders.ocr)."""
+
+    def __init__(self, file_name: str, pages: int, seconds: float, limit_s: float, per_page: float,
+                 at_least: bool = False) -> None:
+        part = int(0.8 * limit_s / per_page) if per_page > 0 else 0  # a fifth of the time left for the rest
+        took = f"{round(seconds)} seconds" if seconds < 90 else f"{round(seconds / 60)} minutes"
+        size = f"{'at most' if at_least else 'about'} {part} page{'s' * (part > 1)}"
+        IngestError.__init__(
+            self, file_name, f"reading its {pages} scanned pages with OCR would take {'at least' if at_least else 'about'}"
+            f" {took} here, longer than the {_duration(limit_s)} one file may take, so it was not added and your library "
+            "was left as it was;", f"split it into parts of {size} and add them one at a time." if 0 < part < pages
+            else "split it into smaller files and add them one at a time.")
+        self.limit_s, self.projected, self.pages, self.seconds, self.at_least = limit_s, True, pages, seconds, at_least
+
+
 class IngestCancelled(IngestError):
     """Someone pressed Stop (IngestQueue.cancel) while the file was waiting or being added; nothing was stored."""
 
@@ -140,6 +156,9 @@ class NoTextLayer(IngestError):
             problem = f"the file contains only scanned images, and the OCR language pack “{'+'.join(codes)}” is missing."
             advice = (f"Install it (`apt-get install {packs}`) or set DOCCHAT_OCR_LANGUAGE to an installed language, "
                       f"{elsewhere}")
+        elif why == "failed":
+            problem, advice = "the file contains only scanned images, and OCR could not read them here.", (
+                "Try a smaller or cleaner scan, or run it through other OCR software and upload the result.")
         elif why == "empty":
             problem, advice = "the file contains only scanned images, and OCR found no text in them.", (
                 "Check the scan is readable (not blank, not upside down), or run it through other OCR software "
@@ -212,6 +231,14 @@ class DiskFull(StorageError):
 class DocumentNotFound(DocChatError):
     def __init__(self, doc_id: str) -> None:
         super().__init__(f"No document with id “{doc_id}” is in your library. Use `list` to see the ids.", doc_id=doc_id)
+
+
+class ConversationUnreadable(DocChatError):
+    """A saved conversation's file could not be read (damaged, too large, not a regular file); it is left as it is."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"The saved conversation `{path}` could not be opened ({reason}); it was left as it is. "
+                         "Move or delete that file if you no longer need it.", path=path, reason=reason)
 
 
 class LLMError(DocChatError):

@@ -30,6 +30,9 @@ VERIFIED = "verified"  # the model cited [n] and passage n holds the evidence
 UNSUPPORTED = "unsupported"  # the model cited [n] but passage n does not back the sentence(s) it was written after
 MATCHED = "matched"  # the model wrote no (valid) marker; this passage backs the sentence
 NO_CLAIM = "no_claim"  # sentence status only: nothing to check (a heading line, a refusal, a question, filler)
+# Set after verification by rag_core.injection.mark_answer: the passage backs the sentence (verified or matched) but
+# holds instructions addressed to an AI, so the words came from the document and may be an instruction, not a fact.
+FLAGGED = "flagged"
 
 # Decision thresholds (benchmarks/faithfulness.py --calibrate measures them on XQuAD; see docs/faithfulness.md).
 COVERAGE_MIN = 0.5  # share of the sentence's content words found in the span ...
@@ -412,6 +415,6 @@ def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") 
                    extra={**answer.extra, "evidence": summary})
 
 
-__all__ = ["Evidence", "Terms", "MATCHED", "METHODS", "NO_CLAIM", "UNSUPPORTED", "VERIFIED", "answer_sentences",
+__all__ = ["Evidence", "Terms", "FLAGGED", "MATCHED", "METHODS", "NO_CLAIM", "UNSUPPORTED", "VERIFIED", "answer_sentences",
            "claim_text", "content_terms", "decide", "find_evidence", "split_sentences", "unbacked_sentences",
            "verify_answer"]

@@ -17,6 +17,7 @@ from .chunking import chunk_document, estimate
 from .config import Settings
 from .embeddings import Embedder
 from .errors import DocChatError, FileTooLarge, NotARegularFile, NoText
+from .injection import flag_chunks
 from .loaders import check_size, load_bytes, read_file
 from .migrate import migrate_if_needed
 from .models import Document, DocumentInfo, Passage
@@ -100,6 +101,7 @@ class Library:
         chunks = chunk_document(doc, self.embedder, self.settings.chunk_tokens, deadline=deadline)
         if not chunks:
             raise NoText(doc.source.file_name)
+        chunks = flag_chunks(chunks, doc.hidden_text)  # instructions addressed to an AI, shown beside citations
         started = time.monotonic()
         vectors = self.store.embed_chunks(chunks, progress)
         self._learn_speed(len(chunks), time.monotonic() - started)

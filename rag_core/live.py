@@ -22,6 +22,14 @@ log = logging.getLogger(__name__)
 SEARCHING, WAITING, WRITING, CHECKING, DONE = "searching", "waiting", "writing", "checking", "done"
 SHOW_SECONDS_AFTER = 2.0  # the waiting line starts counting seconds after this long
 
+# The text streams in as a draft: only its checked version (rag_core.generation: the sentences the documents back, or
+# the closest quotes) is the answer. Pages show the draft visibly as one, and replace it with the checked answer.
+DRAFT_NOTE = "Draft — checking against your documents…"
+DRAFT_STOPPED_NOTE = "Stopped — checking what was written against your documents…"
+UNCHECKED_NOTE = ("This answer was stopped before it could be checked against your documents, so it is not shown. "
+                  "Ask again for a checked answer.")
+UNCHECKED_DETAILS = "What the model wrote (not checked against your documents): {text}"
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -40,9 +48,9 @@ class Stage:
             wait = f"{reading}aiting for the model's first word…"
             return wait + (f" {int(self.seconds)} s" if self.seconds >= SHOW_SECONDS_AFTER else "")
         if self.name == WRITING:
-            return "Writing…"
+            return "Writing a draft…"
         if self.name == CHECKING:
-            return "Checking each citation against its passage…"
+            return "Checking the draft against your documents…"
         return ""
 
 

@@ -2,8 +2,10 @@
 HTTP on 127.0.0.1), built on the official `mcp` SDK's MCPServer.
 
 Tools: search, ask, list_documents, get_passage; add_document and import_wikipedia only with `--allow-writes` (not
-even listed otherwise). A failure a caller can fix (bad arguments, an unknown document, the library in use) is an
-MCP error result with one sentence; stdout is the protocol channel, so logging goes to stderr.
+even listed otherwise), and add_document reads only files under the `--allow-dir` folders (rag_core.mcp_files).
+Every failure (bad arguments, an unknown document, the library in use, even a crash) is an MCP error result with
+one sentence, never the SDK's "Error executing tool …" wrapper nor a traceback in the log; stdout is the protocol
+channel, so logging goes to stderr.
 
 Concurrency: the embedded store (Qdrant Edge) admits one process per data folder. The library is opened at the
 first tool call, not at start-up, and closed again after `idle_close_s` without calls, so the DocChat app and an
@@ -29,6 +31,8 @@ from pydantic import Field
 from .citations import citation_json, source_url
 from .config import Settings
 from .errors import DocChatError, LibraryBusy
+from .mcp_errors import DocChatMCPServer
+from .mcp_files import read_confined
 
 if TYPE_CHECKING:  # pragma: no cover
     from .embeddings import Embedder
@@ -231,11 +235,12 @@ def _cut(chunks: list[Chunk], start: int, end: int) -> str:
 
 # -- the server -----------------------------------------------------------------------------------------------------
 def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool = False,
-                 use_llm: bool = True) -> MCPServer:
-    """An MCPServer with DocChat's tools over `holder`'s library (the write tools only when `allow_writes`; `ask`
-    quotes the documents without a model when `use_llm` is False or no model is configured or reachable)."""
-    server: MCPServer = MCPServer(SERVER_NAME, title="DocChat document library", instructions=INSTRUCTIONS,
-                                  log_level="WARNING")
+                 use_llm: bool = True, allow_dirs: tuple[Path, ...] = ()) -> MCPServer:
+    """An MCPServer with DocChat's tools over `holder`'s library (the write tools only when `allow_writes`, and
+    add_document only for files under `allow_dirs`, resolved by rag_core.mcp_files.allowed_dirs; `ask` quotes the
+    documents without a model when `use_llm` is False or no model is configured or reachable)."""
+    server: MCPServer = DocChatMCPServer(SERVER_NAME, title="DocChat document library", instructions=INSTRUCTIONS,
+                                         log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
@@ -289,7 +294,7 @@ def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool =
         """Read the exact text of a document between two character offsets (as given by search results and
         citations), with up to 400 characters before and after it for context."""
         if char_end <= char_start:
-            raise ToolError(f"char_end ({char_end}) must be greater than char_start ({char_start}).")
+            raise ToolError(f"The range is empty: char_end ({char_end}) must be greater than char_start ({char_start}).")
         if char_end - char_start > MAX_PASSAGE_CHARS:
             raise ToolError(f"That range is {char_end - char_start} characters; ask for at most {MAX_PASSAGE_CHARS} "
                             "at a time.")
@@ -313,24 +318,28 @@ def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool =
                 **{k: v for k, v in document_result(info).items() if k in ("url", "license", "kind")}}
 
     if allow_writes:
-        _add_write_tools(server, settings, holder)
+        _add_write_tools(server, settings, holder, allow_dirs)
     return server
 
 
-def _add_write_tools(server: MCPServer, settings: Settings, holder: LibraryHolder) -> None:
+def _add_write_tools(server: MCPServer, settings: Settings, holder: LibraryHolder,
+                     allow_dirs: tuple[Path, ...]) -> None:
     adds = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+    where = (f"Only files inside these folders can be added: {', '.join(str(d) for d in allow_dirs)}."
+             if allow_dirs else "No folder is open to it yet: the user must restart the server with --allow-dir.")
 
-    @server.tool(annotations=adds.model_copy(update={"open_world_hint": False}))
+    @server.tool(annotations=adds.model_copy(update={"open_world_hint": False}), description=(
+        f"Add one file from this computer to the library (adding the same file again changes nothing). {where}"))
     def add_document(path: Annotated[str, Field(min_length=1, max_length=4096, description=(
-            "Absolute path of a PDF, DOCX, TXT or Markdown file on this computer."))]) -> dict[str, Any]:
-        """Add one file from this computer to the library (adding the same file again changes nothing)."""
-        file = Path(path).expanduser()
-        if not file.is_absolute():
-            raise ToolError(f"“{path}” is not an absolute path; give the file's full path.")
+            "Absolute path of a PDF, DOCX, TXT or Markdown file inside an allowed folder."))]) -> dict[str, Any]:
+        try:
+            real, data = read_confined(path, allow_dirs, settings)
+        except DocChatError as e:
+            raise ToolError(_sentence(e)) from e
         with holder.use() as lib:
-            r = lib.ingest_path(file)
+            r = lib.ingest_bytes(data, real.name, label=str(real))
         if r.status == "failed":
-            raise ToolError(r.error or f"“{file.name}” could not be added.")
+            raise ToolError(r.error or f"“{real.name}” could not be added.")
         return r.as_json()
 
     @server.tool(annotations=adds.model_copy(update={"open_world_hint": True}))
@@ -351,10 +360,10 @@ def _add_write_tools(server: MCPServer, settings: Settings, holder: LibraryHolde
 
 
 def serve(settings: Settings, allow_writes: bool = False, http_port: int | None = None,
-          idle_close_s: float = IDLE_CLOSE_S, use_llm: bool = True) -> None:
+          idle_close_s: float = IDLE_CLOSE_S, use_llm: bool = True, allow_dirs: tuple[Path, ...] = ()) -> None:
     """Run the MCP server until the client goes away: stdio, or streamable HTTP on 127.0.0.1:`http_port`."""
     holder = LibraryHolder(settings, idle_close_s)
-    server = build_server(settings, holder, allow_writes, use_llm)
+    server = build_server(settings, holder, allow_writes, use_llm, allow_dirs)
     holder.start()
     try:
         if http_port is None:

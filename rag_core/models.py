@@ -63,6 +63,9 @@ class Document:
     page_count: int | None = None
     # Character offset in `text` at which each page begins (page 1 first); empty if not paged.
     page_starts: tuple[int, ...] = ()
+    # Runs of text the loader saw drawn invisibly (white or tiny text in a PDF, hidden or white runs in Word); they
+    # are part of `text` too. rag_core.injection counts them as a cue when it flags chunks.
+    hidden_text: tuple[str, ...] = ()
 
     def page_at(self, offset: int) -> int | None:
         """1-based page number containing character `offset`, or None for unpaged documents."""
@@ -85,6 +88,7 @@ class Chunk:
     heading_path: tuple[str, ...]
     source: SourceMeta
     anchor: str | None = None
+    instructions: bool = False  # the text holds instructions addressed to an AI (rag_core.injection, set at ingest)
 
     @property
     def point_id(self) -> str:
@@ -136,7 +140,7 @@ class Citation:
 
     n: int
     passage: Passage
-    status: str = "cited"  # "cited" | "verified" | "unsupported" | "matched"
+    status: str = "cited"  # "cited" | "verified" | "unsupported" | "matched" | "flagged" (rag_core.injection)
     evidence_start: int | None = None  # span inside passage text
     evidence_end: int | None = None
     # Set by rag_core.evidence: how well the evidence span backs the sentence (0..1), and the spans of

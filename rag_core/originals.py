@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from .config import Settings
+from .safe_files import read_bytes
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +53,14 @@ def save_original(settings: Settings, doc_id: str, data: bytes, kind: str) -> Pa
 
 
 def load_original(settings: Settings, doc_id: str) -> bytes | None:
-    """The stored copy of a document, or None when there is none."""
+    """The stored copy of a document, or None when there is none or it can't be read (a regular file only, read up to
+    the upload limit whatever its size says: a pipe, a device or an oversized file is logged and skipped)."""
     try:
-        return original_path(settings, doc_id).read_bytes()
+        return read_bytes(original_path(settings, doc_id), settings.max_upload_bytes)
     except (FileNotFoundError, ValueError):
+        return None
+    except (OSError, MemoryError) as e:
+        log.warning("Not reading the saved original of document %s: %s", doc_id, e)
         return None
 
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from .config import Settings
 from .conversations import write_atomic
 from .errors import DocChatError
+from .safe_files import read_json
 
 log = logging.getLogger(__name__)
 
@@ -82,16 +83,16 @@ class FilePreferences:
     def load(self) -> dict[str, Any]:
         """The saved choices (empty when none, or when the file is unreadable)."""
         try:
-            if self.path.stat().st_size > MAX_BYTES:
-                log.warning("Ignoring %s: larger than %d bytes", self.path, MAX_BYTES)
-                return {}
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = read_json(self.path, MAX_BYTES)  # a regular file only, read up to the limit whatever stat says
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError, RecursionError) as e:
+        except (OSError, ValueError, RecursionError, MemoryError) as e:
             log.warning("Ignoring unreadable %s: %s", self.path, e)
             return {}
-        return clean(self.base, data) if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            log.warning("Ignoring %s: it holds a JSON %s, not an object of choices", self.path, type(data).__name__)
+            return {}
+        return clean(self.base, data)
 
     def save(self, choices: dict[str, Any]) -> None:
         """Write the choices atomically (OSError when the disk fails)."""

@@ -242,6 +242,7 @@ def _scan_textpage(pg, text: str, ocr: OcrOptions | None) -> Any:
         detect_language,
         find_tessdata,
         installed_languages,
+        ocr_dpi,
         shows_image,
     )
 
@@ -256,7 +257,7 @@ def _scan_textpage(pg, text: str, ocr: OcrOptions | None) -> Any:
     if tessdata is None or any(code not in installed for code in language.split("+")):
         return None
     try:
-        return pg.get_textpage_ocr(language=language, dpi=ocr.dpi, full=True, tessdata=str(tessdata))
+        return pg.get_textpage_ocr(language=language, dpi=ocr_dpi(pg.rect, ocr.dpi), full=True, tessdata=str(tessdata))
     except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as e:
         log.warning("Cannot recognise the scanned page %d to highlight it: %s", pg.number + 1, type(e).__name__)
         return None

@@ -93,6 +93,7 @@ class Generation:
     done_reason: str = "stop"
     seconds: float = 0.0
     text: str = ""
+    cancelled: bool = False  # the client closed the stream before the end (Stop, or a loop DocChat cut short)
 
 
 class LLMServer(ThreadedServer):
@@ -173,6 +174,7 @@ class LLMServer(ThreadedServer):
         gen.done_reason = "length" if gen.eval_count >= limit and not ended_on_eos else "stop"
         gen.seconds = time.perf_counter() - t0
         gen.text = "".join(pieces)
+        gen.cancelled = cancelled.is_set()
         self.generations.append(gen)
         return gen
 

@@ -1,5 +1,6 @@
 """No traceback in the browser: a part of a page that fails to draw shows one sentence instead, and the rest of the
-page (the chat input, the other turns, the other sections) is still drawn."""
+page (the chat input, the other turns, the other sections) is still drawn. And no Markdown from people or documents
+in a widget label: `label` escapes it."""
 from __future__ import annotations
 
 import logging
@@ -17,6 +18,13 @@ DRAW_FAILED = ("Something went wrong while showing this part of the page. Reload
                "happening, restart DocChat.")
 _BOXES = {"error": (st.error, ":material/error:"), "warning": (st.warning, ":material/warning:"),
           "info": (st.info, ":material/info:")}
+
+
+def label(text: str, fallback: str = "Untitled") -> str:
+    """Text from a person, a document or a web page as a widget label (a button, checkbox, expander, status or
+    tooltip): Streamlit renders labels as Markdown, so it is escaped to show as exactly that text (no image that loads,
+    no link, no :red[...] styling)."""
+    return render.escape_markdown(text) or fallback
 
 
 def show_message(text: str, kind: str = "error") -> None:

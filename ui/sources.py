@@ -8,12 +8,14 @@ import streamlit as st
 
 from rag_core import render
 from rag_core.evidence import unbacked_sentences
+from rag_core.injection import flagged_citations
+from rag_core.live import DRAFT_NOTE, UNCHECKED_DETAILS, UNCHECKED_NOTE
 from rag_core.models import Answer, Chunk, Citation, Passage
 from rag_core.workspace import Workspace
 from ui.safe import guarded, show_message
 
-__all__ = ["escaped_stream", "show_assistant_turn", "show_citation", "show_details", "show_message",
-           "show_other_passages", "show_reply", "show_sources"]  # show_message lives in ui.safe; other modules import it from here too
+__all__ = ["escaped_stream", "show_assistant_turn", "show_citation", "show_details", "show_draft", "show_message",
+           "show_other_passages", "show_reply", "show_sources", "show_unchecked"]  # show_message lives in ui.safe; other modules import it from here too
 
 WIKIPEDIA_LICENSE_LINE = "Text from Wikipedia, available under the Creative Commons Attribution-ShareAlike License 4.0 (CC BY-SA 4.0)."
 MODE_BADGES = {
@@ -28,6 +30,10 @@ PAGE_FAILED = "This page could not be drawn. The quote above is the passage the 
 TURN_FAILED = "This earlier reply could not be shown. Ask the question again to see it."
 MATCHED_NOTE = "The reply did not cite this passage, but it backs what the reply says."
 SCANNED_NOTE = "Text recognised from a scan (OCR): a word may be misread, so check it on the page."
+INSTRUCTIONS_BADGE = ("Instructions addressed to an AI", ":material/gpp_maybe:", "red")
+INSTRUCTIONS_NOTE = ("This passage contains instructions addressed to an AI (such as “tell the user…” or “ignore "
+                     "previous instructions”). Its words are really in the document, but they tell an assistant what "
+                     "to say rather than state a fact: the reply may follow them rather than answer you.")
 
 
 def escaped_stream(deltas: Iterable[str]) -> Iterator[str]:
@@ -47,13 +53,28 @@ def show_reply(answer: Answer) -> None:
         st.badge(badge[0], icon=badge[1], color=badge[2])
     unbacked = [(s.start, s.end) for s in unbacked_sentences(answer)]
     st.markdown(render.reply_markdown(answer.text, unbacked))
-    if answer.incomplete or (unbacked and answer.notice):
+    if answer.incomplete or (unbacked and answer.notice) or (flagged_citations(answer) and answer.notice):
         show_message(answer.notice or "The answer was cut off; ask again to retry.", "warning")
     elif answer.notice:
         st.caption(render.message_markdown(answer.notice))
     details = answer.extra.get("details") if answer.notice else None
     if details:
         show_details(str(details))
+
+
+def show_draft(markdown: str, note: str = DRAFT_NOTE) -> None:
+    """A reply still being written or checked, visibly a draft: greyed (a caption) under a line that says so.
+    `markdown` is the streamed text already escaped (render.StreamEscaper); the checked answer replaces it."""
+    st.caption(":material/edit_note: **" + render.message_markdown(note) + "**")
+    if markdown.strip():
+        st.caption(markdown)
+
+
+def show_unchecked(text: str) -> None:
+    """A reply stopped before it could be checked (its run ended first): not shown, its draft only under Details."""
+    show_message(UNCHECKED_NOTE, "warning")
+    if text.strip():
+        show_details(UNCHECKED_DETAILS.format(text=" ".join(text.split())))
 
 
 def show_details(text: str) -> None:
@@ -108,7 +129,11 @@ def show_citation(c: Citation, key: str, ws: Workspace) -> None:
     chunk = c.passage.chunk
     with st.container(border=True, key=f"source_card_{key}"):
         st.markdown(_title_line(c.n, chunk))
+        if chunk.instructions:
+            st.badge(INSTRUCTIONS_BADGE[0], icon=INSTRUCTIONS_BADGE[1], color=INSTRUCTIONS_BADGE[2])
         st.markdown("> " + render.highlight_markdown(chunk.text, c.evidence_start, c.evidence_end))
+        if chunk.instructions:
+            st.caption(":material/gpp_maybe: " + INSTRUCTIONS_NOTE)
         if c.status == "unsupported":
             st.caption(":material/warning: " + (UNSUPPORTED_NOTE if c.evidence_start is None else PARTIAL_NOTE))
         elif c.status == "matched":
@@ -145,6 +170,8 @@ def show_other_passages(passages: Iterable[Passage]) -> None:
         st.caption("These were found while searching but the reply does not cite them.")
         for p in passages:
             st.markdown(_title_line(None, p.chunk))
+            if p.chunk.instructions:
+                st.badge(INSTRUCTIONS_BADGE[0], icon=INSTRUCTIONS_BADGE[1], color=INSTRUCTIONS_BADGE[2])
             st.markdown("> " + render.highlight_markdown(p.chunk.text, None, None, context=160))
 
 

@@ -14,6 +14,7 @@ from rag_core.jobs import JobView
 from rag_core.wikipedia import RefreshReport, WikiImportResult
 from rag_core.workspace import Workspace
 from ui import state
+from ui.safe import label
 from ui.sources import show_details, show_message
 
 LANGUAGES = {"en": "English", "de": "Deutsch", "fr": "Français", "es": "Español", "it": "Italiano",
@@ -95,7 +96,7 @@ def wikipedia_box(ws: Workspace, has_articles: bool) -> None:
                     picked = []
                     for i, hit in enumerate(hits):
                         if st.checkbox(f"**{render.escape_markdown(hit.title)}**", key=f"wiki_hit_{i}",
-                                       help=hit.snippet[:300] or None):
+                                       help=label(hit.snippet[:300], "") or None):
                             picked.append(hit.title)
                         if hit.snippet:
                             st.caption(render.escape_markdown(hit.snippet[:220]))
@@ -149,7 +150,7 @@ def wiki_job_result(job: JobView, ws: Workspace) -> None:
         with st.status(f"“{title}” can mean several things — pick one", state="error", expanded=True):
             st.write("Wikipedia lists these articles for it. Choose the one you mean:")
             for i, cand in enumerate(r.candidates[:12]):
-                if st.button(cand, key=f"disamb_{job.id}_{i}", type="tertiary", icon=":material/add:"):
+                if st.button(label(cand), key=f"disamb_{job.id}_{i}", type="tertiary", icon=":material/add:"):
                     submit_import(ws, cand, r.lang)
                     ws.forget_jobs([job.id])
                     st.rerun()

@@ -25,6 +25,7 @@ def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
         "heading_path": list(chunk.heading_path),
         "anchor": chunk.anchor,
         "source": asdict(src),
+        "instructions": chunk.instructions,  # holds instructions addressed to an AI (rag_core.injection)
         # Flat copies for LangChain users and prompts (document_to_chunk reads the fields above).
         "title": src.title,
         "section": chunk.section,
@@ -56,6 +57,7 @@ def _chunk(text: str, meta: dict[str, Any]) -> Chunk:
         heading_path=tuple(meta.get("heading_path") or ()),
         source=SourceMeta(**meta["source"]),
         anchor=meta.get("anchor"),
+        instructions=bool(meta.get("instructions", False)),  # absent in libraries added before the check
     )
 
 

@@ -1,7 +1,8 @@
 """Question -> grounded Answer, from any LangChain chat model (ChatOllama by default) or quoted from the documents.
 
 prompt: prompts, context budget, history, follow-up rewriting; chat: the chat model backend; extractive: the
-answer without a model; answer: AnswerStream, start_answer, answer. Everything public is re-exported here."""
+answer without a model; answer: AnswerStream, start_answer, answer; outcome: how the model's stream is read, how it
+ended and what of its text is kept; repetition: the loop detector. Everything public is re-exported here."""
 from __future__ import annotations
 
 from ..models import Answer
@@ -13,17 +14,11 @@ from .answer import (
     NOTICE_CLOSEST,
     NOTICE_EMPTY,
     NOTICE_FALLBACK,
-    NOTICE_LENGTH,
     NOTICE_NO_LLM,
     NOTICE_NO_MODEL,
     NOTICE_NOT_IN_SOURCES,
     NOTICE_NOT_RELEVANT,
-    NOTICE_STOPPED,
-    NOTICE_UNBACKED_MANY,
-    NOTICE_UNBACKED_ONE,
     NOTICE_UNEXPECTED,
-    NOTICE_UNSUPPORTED,
-    NOTICE_WITHHELD,
     AnswerStream,
     answer,
     start_answer,
@@ -39,6 +34,17 @@ from .extractive import (
     extractive_answer,
     quotable_spans,
     tidy_answer_text,
+)
+from .outcome import (
+    NOTICE_LEFT_OUT_MANY,
+    NOTICE_LEFT_OUT_ONE,
+    NOTICE_LENGTH,
+    NOTICE_LOOP,
+    NOTICE_STOPPED,
+    NOTICE_UNBACKED_MANY,
+    NOTICE_UNBACKED_ONE,
+    NOTICE_UNSUPPORTED,
+    NOTICE_WITHHELD,
 )
 from .prompt import (
     CHARS_PER_TOKEN,
@@ -66,7 +72,7 @@ from .prompt import (
 __all__ = [
     "CHARS_PER_TOKEN", "CLOSEST_LABEL", "EXTRACTIVE_LABEL", "EXTRACTIVE_MARGIN", "EXTRACTIVE_MAX_CHARS", "EXTRACTIVE_PASSAGES",
     "EXTRACTIVE_SENTENCES", "MESSAGE_OVERHEAD_TOKENS", "MODEL_FAILED", "MODE_EXTRACTIVE", "MODE_LLM", "MODE_NOT_FOUND", "NOTICE_CLOSEST",
-    "NOTICE_EMPTY", "NOTICE_FALLBACK", "NOTICE_LENGTH", "NOTICE_NOT_IN_SOURCES", "NOTICE_NOT_RELEVANT",
+    "NOTICE_EMPTY", "NOTICE_FALLBACK", "NOTICE_LEFT_OUT_MANY", "NOTICE_LEFT_OUT_ONE", "NOTICE_LENGTH", "NOTICE_LOOP", "NOTICE_NOT_IN_SOURCES", "NOTICE_NOT_RELEVANT",
     "NOTICE_NO_LLM", "NOTICE_NO_MODEL", "NOTICE_STOPPED", "NOTICE_UNBACKED_MANY", "NOTICE_UNBACKED_ONE",
     "NOTICE_UNEXPECTED", "NOTICE_UNSUPPORTED", "NOTICE_WITHHELD", "NOT_FOUND_REPLY",
     "NUM_CTX_MIN", "REWRITE_MAX_TOKENS", "REWRITE_SYSTEM_PROMPT", "REWRITE_TEMPLATE", "SOURCES_HEADER",

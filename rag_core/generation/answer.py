@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -14,15 +14,27 @@ from .. import answerability
 from .. import citations as cites
 from ..answerability import Verdict
 from ..config import Settings
-from ..errors import DocChatError, LLMError, LLMTimeout, StreamInterrupted
-from ..evidence import unbacked_sentences, verify_answer
+from ..errors import DocChatError, LLMError
+from ..evidence import verify_answer
+from ..injection import mark_answer
 from ..live import CHECKING, SEARCHING, WAITING, WRITING
 from ..models import Answer, Passage
 from ..quotes import Candidate, quote_text, rank_quotes
 from ..retrieval import embed_queries, phrase_in_library, retrieve_scored
 from ..text import is_refusal
-from .chat import LENGTH, STOP, ChatBackend, ThinkFilter, backend_for, chat_messages
+from .chat import ChatBackend, backend_for
 from .extractive import EXTRACTIVE_PASSAGES, extractive_answer, tidy_answer_text
+from .outcome import (
+    NOTICE_STOPPED,
+    End,
+    Ending,
+    MemoEncoder,
+    ending,
+    evidence_notice,
+    keep_backed,
+    read_stream,
+    unchecked,
+)
 from .prompt import (
     NOT_FOUND_REPLY,
     Prompt,
@@ -36,6 +48,7 @@ from .prompt import (
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_core.language_models import BaseChatModel
 
+    from ..embeddings import Embedder
     from ..library import Library
 
 log = logging.getLogger(__name__)
@@ -51,10 +64,6 @@ NOTICE_NOT_RELEVANT = ("None of your documents seems to cover this question, so 
 NOTICE_EMPTY = "There are no documents to search yet. Add files on the Library page, then ask again."
 NOTICE_NOT_IN_SOURCES = ("The model found no answer in the retrieved passages, so it did not make one up. "
                          "Try rephrasing the question, or add a document that covers it.")
-NOTICE_UNSUPPORTED = ("Careful: no sentence of this answer could be matched to a passage of your documents, so it may "
-                      "not come from them. Check the sources beside it, or rephrase the question.")
-NOTICE_LENGTH = "The answer reached its length limit and was cut off."
-NOTICE_STOPPED = "The answer was stopped before it finished."
 NOTICE_UNEXPECTED = ("Something unexpected went wrong while answering; nothing was changed in your library. "
                      "Try again, and if it keeps happening, restart DocChat.")
 
@@ -62,18 +71,9 @@ NOTICE_UNEXPECTED = ("Something unexpected went wrong while answering; nothing w
 # in an expandable "Details", the CLI after the sentence.
 DETAILS_NO_MODEL = "Set DOCCHAT_OLLAMA_MODEL (for example llama3.2:3b) to choose the model that writes answers."
 DETAILS_EMPTY = "From a terminal: `docchat ingest FILE…` adds files to the library."
-DETAILS_LENGTH = "The limit is DOCCHAT_ANSWER_TOKENS (now {n} tokens); raise it for longer answers."
 
 NOTICE_CLOSEST = ("Closest passages — not a direct answer: no sentence of your documents clearly answers this, so "
                   "these are the passages nearest to your question. Check whether they say what you asked.")
-NOTICE_WITHHELD = ("The model's answer could not be matched to any passage of your documents, so it is not shown. "
-                   "These are the closest quotes from your documents instead.")
-DETAILS_WITHHELD = "What the model wrote (not backed by your documents): {text}"
-WITHHELD_CHARS = 600
-
-NOTICE_UNBACKED_ONE = "One sentence in this reply is not backed by the cited passage; it is marked."
-NOTICE_UNBACKED_MANY = "{n} sentences in this reply are not backed by the passages they cite; they are marked."
-
 MODE_LLM = "ollama"  # Answer.mode of an answer written by the chat model (any model: the name predates the choice)
 MODE_EXTRACTIVE = "extractive"
 MODE_NOT_FOUND = "not_found"
@@ -82,16 +82,6 @@ MODE_NOT_FOUND = "not_found"
 def _details(text: str | None) -> dict[str, Any]:
     """The `extra` entry for a notice's technical part (nothing when there is none)."""
     return {"details": text} if text else {}
-
-
-def _evidence_notice(answer: Answer) -> str | None:
-    """What a verified reply must warn about: nothing backed at all, or sentences their citations do not back."""
-    if answer.extra.get("evidence", {}).get("supported_claims") == 0:
-        return NOTICE_UNSUPPORTED
-    unbacked = len(unbacked_sentences(answer))
-    if unbacked:
-        return NOTICE_UNBACKED_ONE if unbacked == 1 else NOTICE_UNBACKED_MANY.format(n=unbacked)
-    return None
 
 
 class AnswerStream:
@@ -123,6 +113,7 @@ class AnswerStream:
         self._direct = True  # False: no quote answers directly; extractive replies are labelled "closest passages"
         self._dense = False  # True once self._ranked was re-ranked by meaning (rag_core.quotes SHORTLIST)
         self.checked: dict[str, Any] = {}  # what the evidence check before answering measured
+        self._llm: tuple[str, np.ndarray, float] | None = None  # the chat model's name, query vector, relevance
         self._gen: Iterator[str] | None = None
         self._t0 = time.perf_counter()
 
@@ -148,7 +139,7 @@ class AnswerStream:
         self.timings[name] = round((now - since) * 1000, 2)
         return now
 
-    def _finish(self, text: str, mode: str, **kw: Any) -> Answer:
+    def _finish(self, text: str, mode: str, embedder: Embedder | MemoEncoder | None = None, **kw: Any) -> Answer:
         self.timings.setdefault("total", round((time.perf_counter() - self._t0) * 1000, 2))
         extra: dict[str, Any] = {"timings": dict(self.timings)}
         if self.prompt is not None:
@@ -165,10 +156,11 @@ class AnswerStream:
             self.stage = CHECKING
             # Check every [n] against its passage; uncited sentences get a matched source when one backs them.
             t = time.perf_counter()
-            answer = verify_answer(answer, self.library.embedder)
+            answer = verify_answer(answer, cast("Embedder", embedder or self.library.embedder))
             self.timings["verify"] = round((time.perf_counter() - t) * 1000, 2)
             if mode == MODE_LLM and not answer.incomplete:
-                answer = replace(answer, notice=answer.notice or _evidence_notice(answer))
+                answer = replace(answer, notice=answer.notice or evidence_notice(answer))
+            answer = mark_answer(answer)  # a cited passage with instructions addressed to an AI: say so
         self.answer = answer
         return answer
 
@@ -180,17 +172,25 @@ class AnswerStream:
             yield from self._pipeline(partial)
         except DocChatError as e:  # e.g. the library is busy or the vector database is unreachable
             log.info("Answering failed: %s", e)
-            self._finish("".join(partial), mode, incomplete=True, notice=str(e), extra=_details(e.details))
+            self._finish("", mode, incomplete=True, notice=str(e),
+                         extra=_details(unchecked("".join(partial), e.details)))
         except Exception:  # noqa: BLE001 - logged with its traceback; the user gets one sentence
             log.exception("Unexpected failure while answering %r", self.question)
-            self._finish("".join(partial), mode, incomplete=True, notice=NOTICE_UNEXPECTED)
+            self._finish("", mode, incomplete=True, notice=NOTICE_UNEXPECTED,
+                         extra=_details(unchecked("".join(partial))))
         finally:
-            if self.answer is None:  # the consumer stopped iterating (GeneratorExit): keep what was written, cited
-                text = "".join(partial)
-                resolved = cites.resolve(text, self.prompt.passages) if self.prompt is not None and text else None
-                self._finish(resolved.text if resolved else text, mode, incomplete=True, notice=NOTICE_STOPPED,
-                             citations=resolved.citations if resolved else (),
-                             context_passages=len(self.prompt.passages) if self.prompt is not None else 0)
+            if self.answer is None:  # the consumer stopped iterating (GeneratorExit): keep what of it is backed
+                self._stopped("".join(partial), mode)
+
+    def _stopped(self, text: str, mode: str) -> None:
+        """The answer of a stream closed early (Stop): the model's text so far, checked like any other ending."""
+        try:
+            if self.prompt is not None and self._llm is not None and text.strip():
+                return self._conclude(ending(None, stopped=True), text)
+        except Exception:  # noqa: BLE001 - closing must never raise; the text is then not shown (it is unchecked)
+            log.exception("Checking a stopped answer failed")
+        self._finish("", mode, incomplete=True, notice=NOTICE_STOPPED, extra=_details(unchecked(text)),
+                     context_passages=len(self.prompt.passages) if self.prompt is not None else 0)
 
     def _pipeline(self, partial: list[str]) -> Iterator[str]:
         s, lib = self.settings, self.library
@@ -302,102 +302,81 @@ class AnswerStream:
         return best
 
     def _extractive(self, qvec: np.ndarray, relevance: float, notice: str,
-                    fault: LLMError | None = None, details: str | None = None, extra: dict | None = None
-                    ) -> Iterator[str]:
+                    fault: LLMError | None = None, details: str | None = None, extra: dict | None = None,
+                    withheld: bool = False, fast: bool = False, incomplete: bool = False) -> Iterator[str]:
+        """Quote the documents. `fast` (after Stop) keeps the quotes ranked by their words: no encode, no search."""
         t = time.perf_counter()
-        if not self._dense:  # ranked for the model's check: re-rank by meaning now that quotes are shown
+        if not self._dense and not fast:  # ranked for the model's check: re-rank by meaning now that quotes are shown
             self._ranked = rank_quotes(self._standalone, self.passages[:EXTRACTIVE_PASSAGES], qvec,
                                        self.library.embedder)
             self._dense = True
             self._direct = self._answerable(self._standalone, relevance).direct  # with the quotes' meaning
-        text, citations = extractive_answer(self._standalone, qvec, self.passages, self.library.embedder,
-                                            ranked=self._ranked or None, direct=self._direct)
+        text, citations = extractive_answer(self._standalone, None if fast else qvec, self.passages,
+                                            None if fast else self.library.embedder, ranked=self._ranked or None,
+                                            direct=self._direct)
         self._mark("extractive", t)
         extra = {**(extra or {}), **({"fault": type(fault).__name__} if fault else {})}
         if not self._direct:  # say so first: the person judges the passages, DocChat does not claim an answer
             extra["closest"] = True
-            notice = (f"{NOTICE_CLOSEST} {NOTICE_WITHHELD}" if notice == NOTICE_WITHHELD
+            notice = (f"{NOTICE_CLOSEST} {notice}" if withheld
                       else f"{NOTICE_CLOSEST} {fault}" if fault else NOTICE_CLOSEST)
         self._finish(text, MODE_EXTRACTIVE, citations=citations, relevance=relevance, notice=notice,
+                     incomplete=incomplete,
                      context_passages=min(EXTRACTIVE_PASSAGES, len(self.passages)),
                      extra={**extra, **_details(details or (fault.details if fault else None))})
         yield text
 
     def _stream_llm(self, chat: ChatBackend, qvec: np.ndarray, relevance: float, partial: list[str],
                     t: float) -> Iterator[str]:
-        s, prompt = self.settings, self.prompt
-        assert prompt is not None
-        think = ThinkFilter()
-        done_reason: str | None = None
-        fault: LLMError | None = None
-        stream = None
-        try:
-            stream = chat.model.stream(chat_messages(prompt.system, prompt.user),
-                                       **chat.call_kwargs(prompt.num_ctx, s.answer_tokens))
-            for chunk in stream:
-                done_reason = chat.end_reason(chunk) or done_reason
-                delta = think.feed(chunk.content if isinstance(chunk.content, str) else "")
-                if delta:
-                    if not partial:
-                        self._mark("first_token", self._t0)
-                        self.stage = WRITING
-                    partial.append(delta)
-                    yield delta
-            tail = think.flush()
-            if tail:
-                partial.append(tail)
-                yield tail
-            if done_reason is None and chat.requires_end:
-                fault = StreamInterrupted()  # the stream ended without Ollama's final "done" line
-            elif done_reason is None:
-                done_reason = STOP  # other chat models may not say why they stopped: the stream ended normally
-        except LLMError as e:
-            fault = e
-        except DocChatError:
-            raise
-        except Exception as e:  # noqa: BLE001 - transport/model errors become a friendly notice, never a traceback
-            fault = chat.translate(e)
-            if chat.is_unexpected(fault):
-                log.exception("Unexpected failure while streaming from %s", chat.name)
-            else:
-                log.info("%s stream failed: %s: %s", chat.name, type(e).__name__, e)
-        finally:
-            if stream is not None and hasattr(stream, "close"):
-                stream.close()
+        assert self.prompt is not None
+        self._llm = (chat.name, qvec, relevance)
+        got = yield from read_stream(chat, self.prompt, self.settings.answer_tokens, partial, self._first_token)
         self._mark("llm", t)
-
-        if fault is not None and not partial:  # nothing streamed yet: answer extractively instead
-            yield from self._extractive(qvec, relevance, NOTICE_FALLBACK.format(error=str(fault)), fault)
+        if got.fault is not None and not partial:  # nothing streamed yet: answer extractively instead
+            yield from self._extractive(qvec, relevance, NOTICE_FALLBACK.format(error=str(got.fault)), got.fault)
             return
         raw = "".join(partial)
-        resolved = cites.resolve(raw, prompt.passages)
-        common: dict[str, Any] = dict(
-            relevance=relevance, context_passages=len(prompt.passages), invalid_markers=len(resolved.invalid),
-            extra={"raw_text": raw, "done_reason": done_reason, "model": chat.name})
-        if fault is not None:
-            common["extra"].update(_details(fault.details))
-            notice = str(fault)
-            if isinstance(fault, LLMTimeout):
-                notice += " The answer below is incomplete."
-            self._finish(resolved.text, MODE_LLM, citations=resolved.citations, incomplete=True, notice=notice,
-                         **common)
-        elif not resolved.citations and is_refusal(raw):
-            self._finish(resolved.text, MODE_NOT_FOUND, notice=NOTICE_NOT_IN_SOURCES, **common)
-        elif done_reason == LENGTH:
-            common["extra"].update(_details(DETAILS_LENGTH.format(n=s.answer_tokens)))
-            self._finish(resolved.text, MODE_LLM, citations=resolved.citations, incomplete=True,
-                         notice=NOTICE_LENGTH, **common)
-        else:
-            answer = self._finish(resolved.text, MODE_LLM, citations=resolved.citations, **common)
-            evidence = answer.extra.get("evidence", {})
-            if evidence.get("claims") and not evidence.get("supported_claims"):
-                # Nothing the model wrote is backed by a passage: show the closest quotes instead, and say so.
-                log.info("Model answer withheld: none of its %d claims is backed", evidence["claims"])
-                self.answer = None
-                for _ in self._extractive(qvec, relevance, NOTICE_WITHHELD, details=DETAILS_WITHHELD.format(
-                        text=" ".join(resolved.text.split())[:WITHHELD_CHARS]),
-                        extra={"withheld_text": resolved.text, "model": chat.name}):
-                    pass
+        self._conclude(got.ending(self.settings.answer_tokens), raw, got.kept(raw), got.done_reason)
+
+    def _first_token(self) -> None:
+        self._mark("first_token", self._t0)
+        self.stage = WRITING
+
+    def _conclude(self, end: Ending, raw: str, text: str | None = None, done_reason: str | None = None) -> None:
+        """The answer from the model's text, checked against the passages whatever ended it. One that did not finish
+        keeps only the sentences the passages back (the rest goes under details); when nothing is backed, the
+        closest quotes replace it (the model's text goes under details)."""
+        assert self.prompt is not None and self._llm is not None
+        passages, (name, qvec, relevance) = self.prompt.passages, self._llm
+        resolved = cites.resolve(raw if text is None else text, passages)
+        extra: dict[str, Any] = {"raw_text": raw, "done_reason": done_reason, "model": name, "ended": end.end.value}
+        common: dict[str, Any] = dict(relevance=relevance, context_passages=len(passages),
+                                      invalid_markers=len(resolved.invalid))
+        if end.end not in (End.FAILED, End.STOPPED) and not resolved.citations and is_refusal(raw):
+            self._finish(resolved.text, MODE_NOT_FOUND, notice=NOTICE_NOT_IN_SOURCES, extra=extra, **common)
+            return
+        memo = MemoEncoder(self.library.embedder)  # the kept part is checked again without a second encode
+        answer = self._finish(resolved.text, MODE_LLM, citations=resolved.citations, incomplete=end.incomplete,
+                              notice=end.notice, extra={**extra, **_details(end.details)}, embedder=memo, **common)
+        evidence = answer.extra.get("evidence", {})
+        if answer.text.strip() and not evidence.get("supported_claims") and (evidence.get("claims") or end.incomplete):
+            # Nothing the model wrote is backed by a passage: show the closest quotes instead, and say so.
+            log.info("Model answer withheld (%s): none of its %d claims is backed", end.end, evidence.get("claims", 0))
+            self.answer = None
+            notice, details = end.withheld(resolved.text)
+            for _ in self._extractive(qvec, relevance, notice, details=details, withheld=True,
+                                      extra={"withheld_text": resolved.text, "model": name, "ended": end.end.value},
+                                      fast=end.end is End.STOPPED, incomplete=end.incomplete):
+                pass
+            return
+        kept = keep_backed(answer) if end.incomplete else None
+        if kept is None or kept.text == answer.text:
+            return
+        log.info("Kept %d backed claim(s) of an answer that %s; left out %d", kept.backed, end.end, kept.unbacked)
+        notice, details = end.pruned(kept)
+        self._finish(kept.text, MODE_LLM, citations=cites.resolve(kept.text, passages).citations, incomplete=True,
+                     notice=notice, extra={**extra, "left_out": kept.left_out, **_details(details)}, embedder=memo,
+                     **common)
 
 
 def start_answer(library: Library, question: str, settings: Settings, history: Sequence[tuple[str, str]] = (),

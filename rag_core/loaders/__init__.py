@@ -112,6 +112,7 @@ def load_bytes(data: bytes, file_name: str, settings: Settings, deadline: Deadli
                           scanned_pages=extracted.scanned_pages),
         page_count=extracted.page_count,
         page_starts=extracted.page_starts,
+        hidden_text=extracted.hidden,
     )
 
 

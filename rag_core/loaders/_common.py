@@ -26,6 +26,7 @@ class Extracted(NamedTuple):
     page_count: int | None = None
     page_starts: tuple[int, ...] = ()
     scanned_pages: str = ""  # pages read by OCR, as ranges ("1-3,7"), see SourceMeta.scanned_pages
+    hidden: tuple[str, ...] = ()  # runs of text drawn invisibly (see Document.hidden_text)
 
 
 def normalize_newlines(text: str) -> str:

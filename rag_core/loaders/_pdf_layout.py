@@ -78,6 +78,7 @@ class Page:
     blocks: list[Block] = field(default_factory=list)
     rotated: list[str] = field(default_factory=list)  # text of non-horizontal lines, appended at the end
     rtl: bool = False
+    hidden: list[str] = field(default_factory=list)  # text drawn invisibly (white or tiny), see pdf._invisible
 
 
 def split_columns(lines: list[Line]) -> list[list[Line]]:

@@ -32,6 +32,9 @@ _SKIP_IN_TEXT = frozenset({
     _W + "pPr", _W + "rPr", _W + "del", _W + "moveFrom", _W + "txbxContent", _MC + "Fallback",
 })
 _HEADING_STYLE_RE = re.compile(r"^heading\s*([1-9])$")
+_R, _RPR = _W + "r", _W + "rPr"
+_HIDDEN_HALF_POINTS = 3  # w:sz is in half-points: text of 1.5 pt or less cannot be read
+_MAX_HIDDEN = 2000  # hidden runs kept per document
 _MB = 1024 * 1024
 
 
@@ -111,7 +114,44 @@ def read_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
     except (KeyError, ValueError, etree.LxmlError) as e:
         log.info("%s: unreadable core properties (%s)", file_name, e)
     title = core_title or first_title or file_stem(file_name)
-    return Extracted(text, build_sections(text, heads), title)
+    hidden = _hidden_runs(document.element.body)
+    if hidden:
+        log.info("%s: %d runs of hidden text (hidden, white or tiny)", file_name, len(hidden))
+    return Extracted(text, build_sections(text, heads), title, hidden=hidden)
+
+
+def _run_hidden(rpr: etree._Element | None) -> bool:
+    """A run a reader does not see: hidden (w:vanish, run.font.hidden in python-docx), white, or tiny. Only the run's
+    own properties are read, not those its character style inherits."""
+    if rpr is None:
+        return False
+    vanish = rpr.find(_W + "vanish")
+    if vanish is not None and vanish.get(_W + "val", "true") not in ("0", "false", "off"):
+        return True
+    color = (rpr.find(_W + "color").get(_W + "val", "") if rpr.find(_W + "color") is not None else "").upper()
+    if color in ("FFFFFF", "FEFEFE", "FDFDFD"):
+        return True
+    size = rpr.find(_W + "sz")
+    val = size.get(_W + "val", "") if size is not None else ""
+    return val.isdigit() and int(val) <= _HIDDEN_HALF_POINTS
+
+
+def _hidden_runs(body: etree._Element) -> tuple[str, ...]:
+    """The text of hidden runs, consecutive ones of a paragraph joined (rag_core.injection counts them as a cue)."""
+    out: list[str] = []
+    for p in body.iter(_P):
+        current: list[str] = []
+        for r in p.iter(_R):
+            if _run_hidden(r.find(_RPR)):
+                current.append("".join(t.text or "" for t in r.iter(_T)))
+            elif current:
+                out.append(collapse_ws("".join(current)))
+                current = []
+        if current:
+            out.append(collapse_ws("".join(current)))
+        if len(out) >= _MAX_HIDDEN:
+            break
+    return tuple(h for h in out if h)[:_MAX_HIDDEN]
 
 
 def _blocks(document: docx.document.Document) -> Iterator[tuple[str, str, int | None]]:

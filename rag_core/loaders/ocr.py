@@ -5,6 +5,10 @@ recognised here, inside the same child process and deadline as the rest of the f
 DOCCHAT_INGEST_TIMEOUT_S stops a long scan like any other file. Tesseract's language data ("tessdata") is found in
 TESSDATA_PREFIX or the usual system folders; without it, or without the language pack asked for, scanned pages cannot
 be read and a scan-only file is refused with a sentence saying how to enable OCR (errors.NoTextLayer).
+
+A page is drawn for Tesseract at DOCCHAT_OCR_DPI, or lower when that would pass MAX_OCR_PIXELS (a poster-sized page).
+A scan whose pages cannot all be read before the file's deadline is refused early (errors.ScanTooLong): before the
+first page when even the least OCR can take is too long, else as soon as the pace of the pages read says so.
 """
 from __future__ import annotations
 
@@ -14,12 +18,14 @@ import math
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import pymupdf
 
+from rag_core.budget import Deadline
+from rag_core.errors import ScanTooLong
 from rag_core.models import Progress
 from rag_core.text import TOKEN_RE
 
@@ -31,6 +37,13 @@ log = logging.getLogger(__name__)
 STAGE = "ocr"
 #: A page whose text layer holds fewer letters than this (and that shows an image) is read by OCR.
 MIN_LETTERS = 20
+#: The most pixels a page is drawn with for Tesseract: A4 or Letter at 600 dpi, the highest DOCCHAT_OCR_DPI. A larger
+#: page (a poster, a plan, a scan whose page size says metres) is read at the resolution that fits: at 300 dpi MuPDF
+#: refuses to draw a page of PDF's largest size, 14,400 pt ("Overly large image": billions of pixels).
+MAX_OCR_PIXELS = 36_000_000
+#: The least OCR takes per megapixel drawn: a third of what a blank A4 page at 300 dpi took on the 2-core test
+#: machine (0.6 s for 8.7 MP); pages with text took 1-12 s there. Refuses a scan that cannot fit before any OCR.
+LEAST_S_PER_MEGAPIXEL = 0.02
 #: The languages "auto" chooses from (those of them whose pack is installed); the Makefile installs these five.
 AUTO_LANGUAGES = ("eng", "deu", "fra", "spa", "ara")
 _TESSDATA_GLOBS = ("/usr/share/tesseract-ocr/*/tessdata", "/usr/share/tessdata", "/usr/local/share/tessdata",
@@ -70,6 +83,17 @@ class OcrOptions(NamedTuple):
     enabled: bool = True
     language: str = "eng"  # Tesseract language codes joined by "+", or "auto"
     dpi: int = 300
+
+
+def ocr_dpi(rect: pymupdf.Rect, dpi: int) -> int:
+    """The resolution a page of `rect` (points) is drawn at for OCR: `dpi`, lowered so it has at most MAX_OCR_PIXELS."""
+    inches = max(abs(rect.width * rect.height), 1.0) / 72**2
+    return max(1, min(dpi, int(math.sqrt(MAX_OCR_PIXELS / inches))))
+
+
+def ocr_megapixels(rect: pymupdf.Rect, dpi: int) -> float:
+    """Megapixels of a page of `rect` drawn for OCR (at `ocr_dpi`)."""
+    return abs(rect.width * rect.height) * (ocr_dpi(rect, dpi) / 72) ** 2 / 1e6
 
 
 def find_tessdata() -> Path | None:
@@ -214,7 +238,9 @@ class Recogniser:
         self._checked = not options.enabled
         self._told = False
         self.pages: list[int] = []  # 0-based indexes of the pages read by OCR
+        self.failed: list[int] = []  # ... and of those OCR could not read (an error from MuPDF or Tesseract)
         self.seconds = 0.0
+        self.passes = 0  # Tesseract runs: one a page, two or three for the page "auto" chooses the language on
 
     @property
     def available(self) -> bool:
@@ -250,6 +276,7 @@ class Recogniser:
                 textpage = self._ocr(page, self.language)
         except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as e:
             log.warning("%s: page %d could not be read by OCR and is skipped (%s)", self.file_name, page.number + 1, e)
+            self.failed.append(page.number)
             return None
         finally:
             self.seconds += time.monotonic() - started
@@ -258,8 +285,28 @@ class Recogniser:
             self.progress(STAGE, page.number + 1, pages)
         return textpage
 
+    def check_time(self, todo: Sequence[pymupdf.Rect], pages: int, deadline: Deadline) -> None:
+        """Raise ScanTooLong now when the scanned pages still to read (`todo`, their sizes; `pages` in all) cannot be
+        read before `deadline`: before the first one by the least OCR takes (LEAST_S_PER_MEGAPIXEL), then at the
+        pace of the pages read so far."""
+        left = deadline.left()
+        if not todo or left == math.inf:
+            return
+        at_least = self.passes == 0
+        if at_least:
+            needed = LEAST_S_PER_MEGAPIXEL * sum(ocr_megapixels(rect, self.options.dpi) for rect in todo)
+        else:
+            needed = len(todo) * self.seconds / self.passes
+        if needed > left:
+            per_page = (self.seconds + needed) / pages
+            log.info("%s: %d scanned pages would take %s%.0f s of OCR, %.0f s are left: refused", self.file_name,
+                     pages, "at least " if at_least else "", self.seconds + needed, left)
+            raise ScanTooLong(self.file_name, pages, self.seconds + needed, deadline.seconds, per_page, at_least)
+
     def _ocr(self, page: pymupdf.Page, language: str) -> pymupdf.TextPage:
-        return page.get_textpage_ocr(language=language, dpi=self.options.dpi, full=True, tessdata=str(self._tessdata))
+        self.passes += 1
+        return page.get_textpage_ocr(language=language, dpi=ocr_dpi(page.rect, self.options.dpi), full=True,
+                                     tessdata=str(self._tessdata))
 
     def _detect(self, page: pymupdf.Page) -> pymupdf.TextPage:
         """"auto": read the first scanned page in English, pick the language its words belong to, read it again in

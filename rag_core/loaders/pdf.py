@@ -46,6 +46,9 @@ _BOLD = pymupdf.TEXT_FONT_BOLD
 _MONO = pymupdf.TEXT_FONT_MONOSPACED
 _MONO_FONT_RE = re.compile(r"mono|courier|consol|typewriter|cmtt|nimbusmon|menlo|inconsolata", re.I)
 _MAX_RUNNING_ROWS = 2  # header/footer lines peeled from each page edge
+_HIDDEN_SIZE = 1.5  # points: text smaller than this cannot be read on the page
+_NEAR_WHITE = 0xF0  # every colour channel at least this: white text (the page is assumed white, not checked)
+_MAX_HIDDEN = 2000  # hidden runs kept per document
 _PAGE_WORDS = {"page", "seite", "p", "pg", "página", "pagina", "side", "sida", "strona"}
 _NUMBERING_RE = re.compile(
     r"(?:chapter|kapitel|chapitre|section|abschnitt|part|teil|appendix|anhang)?[0-9ivxlcdm]*"
@@ -115,14 +118,19 @@ def _load_locked(data: bytes, file_name: str, deadline: Deadline, ocr: OcrOption
 
 def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: Recogniser) -> Extracted:
     pages = []
-    for i in range(doc.page_count):  # one page (OCR included) is the longest step between two checks
+    scanned: list[tuple[int, pymupdf.Rect]] = []  # pages without a usable text layer that show an image
+    for i in range(doc.page_count):
         deadline.check()
-        page = _read_page(doc, i, file_name)
-        if layer_letters(page) < MIN_LETTERS and shows_image(pdf_page := doc[i]) and reader.available:
-            textpage = reader.textpage(pdf_page, doc.page_count)  # no usable text layer: a scanned page
+        pages.append(_read_page(doc, i, file_name))
+        if layer_letters(pages[i]) < MIN_LETTERS and shows_image(pdf_page := doc[i]):
+            scanned.append((i, pdf_page.rect))
+    if scanned and reader.available:
+        for n, (i, _) in enumerate(scanned):  # one page of OCR is the longest step between two checks
+            deadline.check()
+            reader.check_time([rect for _, rect in scanned[n:]], len(scanned), deadline)  # ScanTooLong: refused now
+            textpage = reader.textpage(pdf_page := doc[i], doc.page_count)
             if textpage is not None:
-                page = _read_page(doc, i, file_name, (pdf_page, textpage))
-        pages.append(page)
+                pages[i] = _read_page(doc, i, file_name, (pdf_page, textpage))
     if reader.pages:
         log.info("%s: %d scanned pages read by OCR (%s) in %.1f s", file_name, len(reader.pages), reader.language,
                  reader.seconds)
@@ -156,7 +164,7 @@ def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: 
         for i in range(doc.page_count):
             deadline.check()
             if doc[i].get_images():
-                raise NoTextLayer(file_name, "empty" if reader.pages else reader.problem)
+                raise NoTextLayer(file_name, "empty" if reader.pages else "failed" if reader.failed else reader.problem)
         raise NoText(file_name)
 
     heads = _outline_heads(doc, paras, page_starts, file_name)
@@ -164,8 +172,11 @@ def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: 
         stack = HeadingStack()
         heads = [(offset, stack.push(level, label)) for offset, level, label in font_heads]
     title = _meaningful_title((doc.metadata or {}).get("title") or "") or file_stem(file_name)
+    hidden = tuple(run for page in pages for run in page.hidden)[:_MAX_HIDDEN]
+    if hidden:
+        log.info("%s: %d runs of invisible text (white or tiny)", file_name, len(hidden))
     return Extracted(text, build_sections(text, heads), title, doc.page_count, tuple(page_starts),
-                     page_ranges(i + 1 for i in reader.pages))
+                     page_ranges(i + 1 for i in reader.pages), hidden)
 
 
 # ---------------------------------------------------------------- reading a page
@@ -204,6 +215,10 @@ def _read_page(doc: pymupdf.Document, index: int, file_name: str,
             mono = ocr is None and all(
                 int(s.get("flags", 0)) & _MONO or _MONO_FONT_RE.search(str(s.get("font", ""))) for s in visible
             )
+            if ocr is None:
+                invisible = "".join(s["text"] for s in spans if _invisible(s)).strip()
+                if invisible:
+                    page.hidden.append(invisible)
             x0, y0, x1, y1 = line["bbox"]
             lines.append(Line(x0, y0, x1, y1, text, weights.most_common(1)[0][0], bold, mono))
             if RTL_RE.search(text):
@@ -218,6 +233,14 @@ def _read_page(doc: pymupdf.Document, index: int, file_name: str,
                 page.blocks.append(Block(rows))
     page.rtl = letters > 0 and rtl_chars > letters / 2
     return page
+
+
+def _invisible(span: dict) -> bool:
+    """A text span a reader cannot see: white (on the page's assumed white background), tiny, or fully transparent.
+    Text in render mode 3 (the invisible layer of OCR'd scans) is not counted: it is the page's real text."""
+    color = int(span.get("color", 0))
+    white = min((color >> 16) & 0xFF, (color >> 8) & 0xFF, color & 0xFF) >= _NEAR_WHITE
+    return white or float(span.get("size", 12.0)) < _HIDDEN_SIZE or int(span.get("alpha", 255)) == 0
 
 
 # ---------------------------------------------------------------- running headers and footers

@@ -2,12 +2,19 @@
 switch between a Qdrant server (QDRANT_URL) and embedded Qdrant Edge in rag_core.backends.open_backend."""
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import shutil
+import signal
 import socket
 import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
@@ -179,3 +186,83 @@ def test_without_qdrant_url_the_store_is_embedded_on_disk(tmp_path):
     finally:
         backend.close()
     open_backend(settings).close()  # released on close
+
+
+# --------------------------------------------------------------------------- who can reach the local app
+def _other_address() -> str | None:
+    """An IPv4 address of this machine that is not loopback (None when it has none)."""
+    for addresses in psutil.net_if_addrs().values():
+        for a in addresses:
+            if a.family == socket.AF_INET and not a.address.startswith("127."):
+                return a.address
+    return None
+
+
+def _make_run_command(*variables: str) -> list[str]:
+    """The command `make run` starts the app with (read with `make -n`, so nothing is installed or started)."""
+    out = subprocess.run(["make", "-s", "-n", "run", *variables], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    (line,) = [ln for ln in out.splitlines() if "streamlit run app.py" in ln]
+    return shlex.split(line)
+
+
+def _listening_on(command: list[str], tmp_path: Path) -> tuple[set[str], bool | None]:
+    """Start the real app with `command` (from the repository, its .streamlit/config.toml applies) until it is
+    healthy on loopback; returns the addresses it listens on and whether another address of this machine answered
+    (None when the machine has no other address)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_")}  # only the repository's config
+    env.update(DOCCHAT_DATA_DIR=str(tmp_path / "data"), HOME=str(tmp_path))
+    port = int(command[command.index("--server.port") + 1])
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        started = time.monotonic()
+        while True:
+            assert proc.poll() is None, f"the app exited with code {proc.returncode}"
+            assert time.monotonic() - started < 120, "the app did not answer on 127.0.0.1 within 120 s"
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                time.sleep(0.1)
+        listening = {c.laddr.ip for c in psutil.Process(proc.pid).net_connections(kind="inet")
+                     if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+        other, answered = _other_address(), None
+        if other is not None:
+            with socket.socket() as s:
+                s.settimeout(5)
+                answered = s.connect_ex((other, port)) == 0
+        return listening, answered
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+STREAMLIT = [str(ROOT / ".venv" / "bin" / "streamlit")] if (ROOT / ".venv" / "bin" / "streamlit").exists() else \
+    [sys.executable, "-m", "streamlit"]
+needs_posix_make = pytest.mark.skipif(os.name != "posix" or shutil.which("make") is None,
+                                      reason="starts the app as `make run` does: needs make and POSIX process groups")
+
+
+@needs_posix_make
+@pytest.mark.parametrize("how", ["streamlit run app.py", "make run"])
+def test_the_local_app_listens_on_this_computer_only(how, tmp_path):
+    port = _closed_port()
+    command = [*STREAMLIT, "run", "app.py", "--server.port", str(port)] if how == "streamlit run app.py" else \
+        _make_run_command(f"PORT={port}")
+    listening, answered = _listening_on(command, tmp_path)
+    assert listening == {"127.0.0.1"}, f"{how} listens on {listening}: other computers on the network could connect"
+    assert answered in (False, None), "the app answered on a non-loopback address of this machine"
+
+
+@needs_posix_make
+def test_sharing_on_the_network_is_a_choice_and_then_every_interface_answers(tmp_path):
+    # The control for the test above: the same check sees an app that does listen on the network.
+    listening, answered = _listening_on(_make_run_command(f"PORT={_closed_port()}", "ADDRESS=0.0.0.0"), tmp_path)
+    assert listening == {"0.0.0.0"}
+    assert answered in (True, None)

@@ -8,6 +8,7 @@ import json
 import logging
 import re
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -20,13 +21,15 @@ from store_helpers import BACKENDS, open_library
 from rag_core import generation as gen
 from rag_core.config import Settings
 from rag_core.errors import LLMTimeout, StreamInterrupted
-from rag_core.generation.answer import DETAILS_LENGTH, DETAILS_NO_MODEL
+from rag_core.generation.answer import DETAILS_NO_MODEL
+from rag_core.generation.outcome import DETAILS_LENGTH
 from rag_core.library import Library
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 FILES = ["docx_headings_toc.docx", "pdf_text_multicolumn_3-pages.pdf", "pdf_text_outline-bookmarks_4-pages.pdf"]
 MODEL = "llama3.2:3b"
 ZEN_Q = "Which is better, beautiful or ugly?"
+INVENTED = "The Zen of Python was written in 1842 by Queen Victoria [1]."  # nothing in the documents backs it
 OFF_TOPIC_Q = "Who won the 2018 FIFA World Cup final?"
 
 
@@ -338,6 +341,76 @@ def test_server_error_before_any_text_falls_back(docs_library, server, llm_setti
     assert ans.mode == "extractive" and "out of memory" in ans.extra["details"] and ans.citations
 
 
+def test_length_limit_keeps_only_the_backed_sentences(docs_library, server, llm_settings):
+    server.script(Reply(f"Beautiful is better than ugly [1]. {INVENTED} Explicit is better than implicit [1]. And",
+                        done_reason="length"))
+    _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
+    assert ans.text == "Beautiful is better than ugly [1]. Explicit is better than implicit [1]."
+    assert ans.incomplete and ans.mode == "ollama" and ans.extra["ended"] == "length"
+    assert ans.notice == f"{gen.NOTICE_LENGTH} {gen.NOTICE_LEFT_OUT_ONE}"
+    details = ans.extra["details"]
+    assert details.startswith(DETAILS_LENGTH.format(n=llm_settings.answer_tokens))
+    assert "Queen Victoria" in details and "Queen Victoria" not in ans.text
+    assert [s.status for s in ans.sentences] == ["verified", "verified"]
+    assert [(c.n, c.status) for c in ans.citations] == [(1, "verified")]
+
+
+def test_length_limit_with_nothing_backed_shows_the_closest_quotes(docs_library, server, llm_settings):
+    server.script(Reply(f"{INVENTED} It was then sent to", done_reason="length"))
+    _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
+    assert ans.incomplete and ans.mode == "extractive" and "Queen Victoria" not in ans.text
+    assert "Beautiful is better than ugly" in ans.text and all(c.status == "verified" for c in ans.citations)
+    assert ans.notice.startswith(gen.NOTICE_LENGTH) and gen.NOTICE_WITHHELD in ans.notice
+    assert "Queen Victoria" in ans.extra["details"] and "DOCCHAT_ANSWER_TOKENS" in ans.extra["details"]
+
+
+def test_a_failure_mid_answer_keeps_only_the_backed_sentences(docs_library, server, llm_settings):
+    reply = f"Beautiful is better than ugly [1]. {INVENTED} Explicit is"
+    server.script(Reply(reply, disconnect_after=len(Reply(reply).deltas()) - 1),
+                  Reply(f"{INVENTED} Then", error="llama runner process has terminated"))
+    _, cut = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
+    assert cut.text == "Beautiful is better than ugly [1]."
+    assert cut.incomplete and cut.mode == "ollama" and cut.extra["ended"] == "failed"
+    assert cut.notice.startswith(str(StreamInterrupted())) and "left out" in cut.notice
+    assert "Queen Victoria" in cut.extra["details"]
+
+    _, failed = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))  # nothing backed: the closest quotes
+    assert failed.incomplete and failed.mode == "extractive" and "Queen Victoria" not in failed.text
+    assert "restart Ollama" in failed.notice and gen.NOTICE_WITHHELD in failed.notice
+    assert "llama runner process has terminated" in failed.extra["details"]
+    assert "Queen Victoria" in failed.extra["details"]
+
+
+def test_a_looping_reply_is_stopped_early_and_said_why(docs_library, server, llm_settings):
+    loop = "Explicit is better than implicit [1]. " * 300
+    server.script(Reply(f"Beautiful is better than ugly [1]. {loop}", delay_between=0.01))
+    t = time.perf_counter()
+    deltas, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
+    took = time.perf_counter() - t
+    assert len("".join(deltas)) < 300  # stopped after the third time, not after 300 (which takes over 18 s)
+    assert took < 15
+    assert ans.text == "Beautiful is better than ugly [1]. Explicit is better than implicit [1]."  # each once
+    assert ans.notice == gen.NOTICE_LOOP and "DOCCHAT" not in ans.notice
+    assert ans.incomplete and ans.mode == "ollama" and ans.extra["ended"] == "loop"
+    deadline = time.monotonic() + 10
+    while server.cut_streams == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.cut_streams == 1  # the model's stream was closed, not read to its end
+
+
+def test_a_list_of_similar_lines_is_never_taken_for_a_loop(docs_library, server, llm_settings):
+    rules = ["Beautiful is better than ugly", "Explicit is better than implicit", "Simple is better than complex",
+             "Complex is better than complicated", "Flat is better than nested", "Sparse is better than dense",
+             "Now is better than never"]
+    # numbered items of the same shape, and each rule written twice (a summary after the list)
+    reply = ("The aphorisms say:\n" + "\n".join(f"{i}. {r} [1]." for i, r in enumerate(rules, 1))
+             + "\n\nIn short: " + " ".join(f"{r} [1]." for r in rules))
+    server.script(Reply(reply))
+    deltas, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
+    assert "".join(deltas) == reply and ans.extra["ended"] == "finished" and not ans.incomplete
+    assert ans.mode == "ollama" and ans.text == reply  # all of it, as written (an unbacked sentence is only marked)
+
+
 def test_length_limit_marks_incomplete(docs_library, server, llm_settings):
     server.script(Reply("Beautiful is better than ugly [1] and", done_reason="length"))
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
@@ -353,14 +426,42 @@ def test_reasoning_block_is_not_shown(docs_library, server, llm_settings):
     assert [c.n for c in ans.citations] == [1]
 
 
-def test_stopping_early_keeps_partial_text(docs_library, server, llm_settings):
-    server.script(Reply("one two three four five six seven [1]."))
+def test_stopping_early_keeps_the_backed_part_of_the_text(docs_library, server, llm_settings):
+    server.script(Reply(f"Beautiful is better than ugly [1]. {INVENTED} The rest is never read."))
+    stream = gen.start_answer(docs_library, ZEN_Q, llm_settings)
+    seen = ""
+    for delta in stream:
+        seen += delta
+        if "Victoria [1]." in seen:
+            break
+    t = time.perf_counter()
+    stream.close()
+    took = time.perf_counter() - t
+    ans = stream.answer
+    assert ans is not None and ans.incomplete and ans.mode == "ollama"
+    assert ans.text == "Beautiful is better than ugly [1]."  # the sentence nothing backs is not shown ...
+    assert ans.extra["ended"] == "stopped"
+    assert ans.notice == f"{gen.NOTICE_STOPPED} {gen.NOTICE_LEFT_OUT_ONE}"
+    assert "Queen Victoria" in ans.extra["details"] and "Queen Victoria" in ans.extra["left_out"]  # ... but kept
+    assert [(c.n, c.status) for c in ans.citations] == [(1, "verified")]
+    assert [s.status for s in ans.sentences] == ["verified"] and ans.sentences[0].end == len(ans.text)
+    assert took < 2.0, f"Stop took {took:.2f} s to give the checked answer"
+
+
+def test_stopping_before_anything_backed_shows_the_closest_quotes_at_once(docs_library, server, llm_settings):
+    server.script(Reply(f"{INVENTED} The rest is never read."))
     stream = gen.start_answer(docs_library, ZEN_Q, llm_settings)
     it = iter(stream)
     first = next(it)
+    t = time.perf_counter()
     stream.close()
-    assert stream.answer is not None and stream.answer.incomplete and stream.answer.text == first
-    assert stream.answer.notice == gen.NOTICE_STOPPED and stream.answer.mode == "ollama"
+    took = time.perf_counter() - t
+    ans = stream.answer
+    assert ans is not None and ans.incomplete and ans.mode == "extractive"
+    assert first.strip() not in ans.text and "Beautiful is better than ugly" in ans.text and ans.citations
+    assert gen.NOTICE_STOPPED in ans.notice and gen.NOTICE_WITHHELD in ans.notice
+    assert ans.extra["withheld_text"] == first and first.strip() in ans.extra["details"]
+    assert took < 2.0, f"Stop took {took:.2f} s to give the closest quotes"
 
 
 def test_unexpected_failure_becomes_one_sentence(library, server, llm_settings, caplog):

@@ -76,13 +76,31 @@ def test_stop_while_writing_keeps_the_partial_answer_and_closes_the_stream(museu
     assert live.wait(2.0)
     answer = live.answer
     assert answer is not None and answer.incomplete and "stopped" in (answer.notice or "")
-    assert answer.text.startswith("The museum opens at nine [1].") and "number 199" not in answer.text
+    assert answer.text == "The museum opens at nine [1]."  # only what the documents back ...
+    assert "Filler sentence number 0." in answer.extra["details"]  # ... the rest is under Details
     assert [c.n for c in answer.citations] == [1]  # the part written before Stop keeps its checked citation
     assert answer.citations[0].status == "verified"
     deadline = time.monotonic() + 2
     while server.cut_streams == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.cut_streams == 1  # the HTTP stream to the model was closed, not read to its end
+
+
+def test_stop_with_nothing_backed_yet_gives_the_closest_quotes_within_two_seconds(museum, server, tmp_path) -> None:
+    invented = "The museum was built by the Romans in the year 212 and has a golden roof."
+    server.script(Reply(f"{invented} " + " ".join(f"Filler {i}." for i in range(300)), delay_between=0.05))
+    live = _live(museum, server, tmp_path)
+    while invented not in live.text:
+        assert live.poll(0.05) or invented in live.text, "the reply ended before Stop"
+    t = time.perf_counter()
+    live.stop()
+    assert live.wait(2.0), "the checked answer must come within 2 s of Stop"
+    took = time.perf_counter() - t
+    answer = live.answer
+    assert answer is not None and answer.incomplete and answer.mode == "extractive"
+    assert "Romans" not in answer.text and "opens at nine" in answer.text and answer.citations
+    assert gen.NOTICE_STOPPED in (answer.notice or "") and "Romans" in answer.extra["details"]
+    print(f"\nStop to the closest quotes: {took:.2f} s")
 
 
 def test_stop_while_waiting_returns_at_once_and_ends_the_stream(museum, server, tmp_path) -> None:

@@ -83,6 +83,15 @@ def run_client(data_dir: Path, flags: list[str], body: Callable[[Client], Awaita
     run_async(main)
 
 
+def one_sentence(message: str) -> None:
+    """A tool error as the model sees it: one friendly sentence (or two short ones), not the SDK's "Error executing
+    tool …" wrapper, a pydantic report or a traceback."""
+    assert not message.startswith("Error executing tool"), message
+    assert "Traceback" not in message and "\n" not in message and "validation error" not in message, message
+    assert message[0].isupper() or message[0] in "“`", message
+    assert message.rstrip().endswith((".", ")")), message
+
+
 async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> tuple[bool, Any]:
     """(is_error, structured result or the error text)."""
     r = await client.call_tool(tool, args or {})
@@ -188,7 +197,7 @@ def test_read_tools_bad_arguments_and_a_library_in_use(filled, embedder, tmp_pat
             bad, message = await call(c, tool, args)
             assert bad, (tool, args)
             assert all(w.lower() in message.lower() for w in words), (tool, args, message)
-            assert "Traceback" not in message
+            one_sentence(message)
         assert (await call(c, "list_documents"))[1] == docs
 
         # After --idle-close seconds without calls the server lets go, so the app can start again...
@@ -223,9 +232,13 @@ def test_write_tools_only_with_the_flag(tmp_path, protocol_log):
         assert (await call(c, "add_document", {"path": str(CAPITALS)}))[1]["status"] == "unchanged"
         for path, words in [("relative/file.md", ["absolute path"]),
                             (str(tmp_path / "missing.pdf"), ["missing.pdf"]),
-                            (str(tmp_path), ["folder"])]:
+                            (str(tmp_path), ["folder"]),
+                            (f"{DOCS}/../../../../../../../../etc/passwd", ["outside the folders"]),
+                            (str(ROOT / "README.md"), ["outside the folders", "--allow-dir"]),
+                            (f"{DOCS}/eu_capitals.md\x00.pdf", ["control character"])]:
             bad, message = await call(c, "add_document", {"path": path})
-            assert bad and any(w in message for w in words), message
+            assert bad and all(w in message for w in words), message
+            one_sentence(message)
 
         bad, imported = await call(c, "import_wikipedia", {"title": "Adams, Douglas", "lang": "en"})
         assert not bad, imported
@@ -248,9 +261,11 @@ def test_write_tools_only_with_the_flag(tmp_path, protocol_log):
 
     with WikiReplayServer() as wiki:
         wiki.respond({"titles": "Adams, Douglas", "prop": "extracts"}, adams)
-        run_client(data, ["--allow-writes", "--no-llm"], body, tmp_path / "stderr.txt",
+        run_client(data, ["--allow-writes", "--allow-dir", str(DOCS), "--allow-dir", str(tmp_path), "--no-llm"], body,
+                   tmp_path / "stderr.txt",
                    DOCCHAT_WIKIPEDIA_API=wiki.url_template, DOCCHAT_WIKIPEDIA_CONTACT="docchat-tests@example.invalid",
                    DOCCHAT_WIKIPEDIA_BACKOFF_S="0.02")
+    assert "Traceback" not in (tmp_path / "stderr.txt").read_text(encoding="utf-8")
 
 
 def test_streamable_http_on_localhost(filled, tmp_path):
@@ -311,7 +326,12 @@ def test_idle_close_never_fails_a_call_in_flight(filled, embedder):
                 async with anyio.create_task_group() as tg:
                     for i in range(30):
                         tg.start_soon(one, c, i)
-                await anyio.sleep(0.4)  # idle: the watcher closes the library...
+                deadline = time.monotonic() + 30  # idle: the watcher closes the library (slow on a busy machine)...
+                while holder._lib is not None:
+                    assert time.monotonic() < deadline, "the idle library was never closed"
+                    await anyio.sleep(0.02)
+                with holder._lock:  # the close runs under the lock, after _lib is set to None
+                    pass
                 Library(settings, embedder=embedder).close()  # ...so another process (here: this one) can open it
 
     try:
@@ -319,3 +339,129 @@ def test_idle_close_never_fails_a_call_in_flight(filled, embedder):
     finally:
         holder.close()
     assert not errors, errors[:3]
+
+
+def in_memory(body: Callable[[Client], Awaitable[None]], server: Any) -> None:
+    """Run `body` against `server` through the SDK's in-memory transport (the real protocol, no spawn)."""
+    async def main() -> None:
+        async with Client(server) as c:
+            await body(c)
+
+    run_async(main)
+
+
+def test_add_document_reads_only_regular_files_inside_the_allowed_folders(embedder, tmp_path, caplog):
+    """An agent steered by an injected document must not pull other files into the library: paths climbing out
+    with "..", links leading out, /proc and /dev, pipes, folders and other file kinds are refused with a sentence,
+    before anything is opened; the file that is allowed is added."""
+    from rag_core.mcp_files import allowed_dirs
+    from rag_core.mcp_server import LibraryHolder, build_server
+
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    (allowed / "sub").mkdir(parents=True)
+    outside.mkdir()
+    secret = outside / "secret.md"
+    secret.write_text("# Secret\n\nThe launch code of the pumping station is 7731-0000.\n", encoding="utf-8")
+    notes = allowed / "notes.md"
+    notes.write_text("# Notes\n\nThe pumping station was inspected by the water board in April.\n", encoding="utf-8")
+    (allowed / "escape.md").symlink_to(secret)  # a link inside that leads out
+    (allowed / "sub" / "same.md").symlink_to(notes)  # a link that stays inside is fine
+    (allowed / "folder.md").mkdir()
+    (allowed / "key").write_text("not a document kind\n", encoding="utf-8")
+    settings = Settings(data_dir=tmp_path / "data")
+    holder = LibraryHolder(settings, idle_close_s=0, embedder=embedder)
+    server = build_server(settings, holder, allow_writes=True, use_llm=False, allow_dirs=allowed_dirs([allowed]))
+    refused = [(f"{allowed}/sub/../../outside/secret.md", "outside the folders"),
+               (f"{allowed}/sub/../../../../../../../../etc/passwd", "outside the folders"),
+               (str(secret), "outside the folders"),
+               (str(allowed / "escape.md"), "link that leads outside"),
+               (str(allowed / "folder.md"), "folder"),
+               (str(allowed / "key"), "file type"),
+               (str(allowed / "missing.md"), "no file"),
+               (f"{notes}\x00.pdf", "control character"),
+               ("notes.md", "absolute path")]
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(allowed / "pipe.md")  # nobody ever writes to it: opening it for reading would hang
+        refused.append((str(allowed / "pipe.md"), "named pipe"))
+    if sys.platform.startswith("linux"):
+        refused += [("/proc/self/maps", "system file"), ("/dev/zero", "system file")]
+
+    async def body(c: Client) -> None:
+        for path, words in refused:
+            bad, message = await call(c, "add_document", {"path": path})
+            assert bad and words in message, (path, message)
+            one_sentence(message)
+        assert (await call(c, "list_documents"))[1]["documents"] == []  # nothing was read, nothing added
+        bad, added = await call(c, "add_document", {"path": str(notes)})
+        assert not bad and added["status"] == "added" and added["path"] == str(notes.resolve())
+        bad, again = await call(c, "add_document", {"path": str(allowed / "sub" / "same.md")})
+        assert not bad and again["status"] == "unchanged"
+        found = (await call(c, "search", {"query": "pumping station launch code", "k": 5}))[1]["passages"]
+        assert found and not any("7731" in p["text"] for p in found)
+
+    caplog.set_level(logging.DEBUG)
+    try:
+        in_memory(body, server)
+    finally:
+        holder.close()
+    assert not [r for r in caplog.records if r.exc_info and r.levelno >= logging.INFO], "a traceback was logged"
+
+
+def test_add_document_without_allowed_folders_and_system_folders(tmp_path):
+    """No --allow-dir: no local file at all, and the sentence says how to allow one. Even with "/" allowed, /proc,
+    /sys and /dev stay out. No library is opened for a refused path."""
+    from rag_core.mcp_files import allowed_dirs
+    from rag_core.mcp_server import LibraryHolder, build_server
+
+    settings = Settings(data_dir=tmp_path / "data")
+    holder = LibraryHolder(settings, idle_close_s=0)
+    (tmp_path / "a.md").write_text("# A\n\nsome text\n", encoding="utf-8")
+    none = build_server(settings, holder, allow_writes=True, allow_dirs=())
+    everything = build_server(settings, holder, allow_writes=True, allow_dirs=allowed_dirs([Path("/")]))
+
+    async def refuse_all(c: Client) -> None:
+        bad, message = await call(c, "add_document", {"path": str(tmp_path / "a.md")})
+        assert bad and "--allow-dir" in message and "restart" in message, message
+        one_sentence(message)
+
+    async def refuse_system(c: Client) -> None:
+        for path in ("/proc/self/maps", "/proc/self/environ", "/sys/kernel/uevent_helper", "/dev/null"):
+            if os.path.lexists(path):
+                bad, message = await call(c, "add_document", {"path": path})
+                assert bad and "system file" in message, (path, message)
+
+    in_memory(refuse_all, none)
+    if sys.platform.startswith("linux"):
+        in_memory(refuse_system, everything)
+    assert holder._lib is None  # nothing needed the library
+
+
+def test_every_tool_error_is_one_sentence(tmp_path, caplog):
+    """Bad arguments and a crash inside a tool: a sentence for the model, no SDK wrapper, no traceback in the log
+    and nothing of the crash's own text (it may hold paths or data)."""
+    from rag_core.mcp_server import LibraryHolder, build_server
+
+    class Broken(LibraryHolder):
+        def use(self):  # type: ignore[override]
+            raise RuntimeError("internal detail /home/me/secret")
+
+    settings = Settings(data_dir=tmp_path / "data")
+    server = build_server(settings, Broken(settings, idle_close_s=0), allow_writes=True, allow_dirs=())
+
+    async def body(c: Client) -> None:
+        for tool, args, words in [("list_documents", {}, ["list_documents", "unexpected"]),
+                                  ("search", {"query": "x"}, ["search", "unexpected"]),
+                                  ("search", {"query": "x", "k": 0}, ["“k”", "greater than or equal to 1"]),
+                                  ("search", {"k": "many"}, ["“query”", "required", "“k”", "integer"]),
+                                  ("get_passage", {"doc_id": "d"}, ["“char_start”", "“char_end”"]),
+                                  ("import_wikipedia", {"title": ""}, ["“title”", "at least 1"]),
+                                  ("no_such_tool", {}, ["no_such_tool", "list_documents"])]:
+            bad, message = await call(c, tool, args)
+            assert bad and all(w in message for w in words), (tool, message)
+            assert "internal detail" not in message
+            one_sentence(message)
+
+    caplog.set_level(logging.DEBUG)
+    in_memory(body, server)
+    assert not [r for r in caplog.records if r.exc_info and r.levelno >= logging.INFO], "a traceback was logged"
+    assert any("RuntimeError" in r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)

@@ -5,6 +5,7 @@ Slow (model load ~15-60 s, a few seconds per answer on 2 cores), so the whole mo
 length is capped (num_predict 60) to keep it near a minute."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import ollama
@@ -24,6 +25,10 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "eu_c
 # the number in the question makes it write one, so the test can check a model-written citation, not only a match.
 QUESTION = "What is the capital of Belgium? End your sentence with the source number, e.g. [1]."
 ANSWER_TOKENS = 60
+# Asked for "all the features" with five passages, the 135M model writes headings and one sentence again and again
+# (measured here: "The capital of Portugal is Lisbon." a third time about 130 tokens in, ~25 s on 2 cores).
+FEATURES_QUESTION = "Describe all the features of the capital cities."
+FEATURES_TOKENS = 160
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +91,33 @@ def test_real_model_server_speaks_the_ollama_protocol(llm_server, tmp_path):
     settings = Settings(data_dir=tmp_path / "unused", ollama_host=llm_server.url, ollama_model="llama3.2:3b")
     with pytest.raises(ModelNotPulled):
         gen.rewrite_question("and his wife?", [("user", "Who was Tesla?")], settings, "llama3.2:3b")
+
+
+def test_real_model_answer_that_repeats_itself_is_stopped_and_shows_only_what_the_documents_back(capitals,
+                                                                                                  llm_server):
+    lib, settings = capitals
+    settings = settings.with_overrides(top_k=5, answer_tokens=FEATURES_TOKENS)
+    before = len(llm_server.generations)
+    stream = gen.start_answer(lib, FEATURES_QUESTION, settings)
+    streamed = "".join(stream)
+    answer = stream.answer
+    assert answer is not None and answer.incomplete, answer
+    assert (answer.notice or "").startswith(gen.NOTICE_LOOP), (answer.notice, streamed)  # stopped, and said why
+    assert answer.extra["ended"] == "loop"
+
+    deadline = time.monotonic() + 60
+    while len(llm_server.generations) == before and time.monotonic() < deadline:
+        time.sleep(0.1)  # the server notices the closed stream at its next token
+    generation = llm_server.generations[-1]
+    assert generation.cancelled and generation.eval_count < FEATURES_TOKENS  # the model was stopped early
+
+    if answer.mode == gen.MODE_LLM:  # only the sentences the passages back are shown ...
+        assert {s.status for s in answer.sentences} <= {ev.VERIFIED, ev.MATCHED, ev.NO_CLAIM}, answer.sentences
+        assert any(s.status in (ev.VERIFIED, ev.MATCHED) for s in answer.sentences)
+        left_out = answer.extra["left_out"]
+    else:  # ... or, when none is, the closest quotes
+        assert answer.mode == gen.MODE_EXTRACTIVE and all(c.status == ev.VERIFIED for c in answer.citations)
+        left_out = answer.extra["withheld_text"]
+    assert left_out and " ".join(left_out.split())[:200] in answer.extra["details"]  # the rest is under Details
+    sentences = [answer.text[s.start:s.end] for s in answer.sentences]
+    assert len(sentences) == len(set(sentences))  # the repeated sentence is shown once

@@ -9,7 +9,8 @@ import re
 from ollama_server import Reply
 from ui_helpers import button, fixture_bytes, new_app, plain, texts
 
-from rag_core.conversations import FileConversations
+from rag_core import render
+from rag_core.conversations import Conversation, FileConversations
 
 PDF = "pdf_text_multicolumn_3-pages.pdf"
 QUESTION = "What is the capital of Belgium?"
@@ -80,8 +81,8 @@ def test_export_is_a_markdown_file_with_numbered_sources(app):
     from rag_core.conversations import export_markdown
 
     md = export_markdown(conv)
-    assert md.startswith(f"# {QUESTION}") and "**[1]**" in md and "> " in md
-    assert re.search(r"\*\*\[1\]\*\* pdf_text_multicolumn_3-pages, pages? \d", md), md
+    assert plain(md).startswith(f"# {QUESTION}") and "**[1]**" in md and "> " in md
+    assert re.search(r"\*\*\[1\]\*\* pdf_text_multicolumn_3-pages, pages? \d", plain(md)), md
 
 
 def test_a_damaged_conversation_file_never_stops_the_page(app):
@@ -91,6 +92,53 @@ def test_a_damaged_conversation_file_never_stops_the_page(app):
     (folder / "0123456789abcdef.json").write_text("{broken", encoding="utf-8")
     at = new_app()
     assert not at.exception and at.chat_input and not at.chat_input[0].disabled
+
+
+def _save(app, conv_id: str, title: str) -> None:
+    conv = Conversation(id=conv_id, title=title, titled_by_user=True)
+    conv.turns.append({"id": "u1", "role": "user", "text": "Who?"})
+    _saved(app).save(conv)
+
+
+def test_bad_conversation_files_are_named_and_everything_else_works(app):
+    """A file of the wrong shape is skipped and named in the sidebar; one that looks right but is damaged inside
+    says so when opened (from the list or from the address); the chat input and the other conversations work."""
+    _add(app)
+    folder = app.data_dir / "conversations"
+    _save(app, "0123456789abcdef", "A good one")
+    (folder / "00000000000000b1.json").write_text("[1,2]", encoding="utf-8")
+    (folder / "00000000000000b2.json").write_text('{"format": 1, "id": "00000000000000b2", "title": "Damaged", '
+                                                   '"turns": [1]}', encoding="utf-8")
+    at = new_app()
+    assert not at.exception and at.chat_input and not at.chat_input[0].disabled
+    assert at.sidebar.button(key="conv_0123456789abcdef")
+    [line] = [c for c in texts(at.sidebar.caption) if "could not be opened" in c]
+    assert "1 saved conversation could not be opened" in plain(line) and "00000000000000b1.json" in line
+    at.sidebar.button(key="conv_00000000000000b2").click().run()  # listed (its head is fine), damaged inside
+    assert not at.exception and at.chat_input and not at.chat_input[0].disabled
+    assert any("00000000000000b2.json" in w and "could not be opened" in plain(w) for w in texts(at.warning))
+    at.sidebar.button(key="conv_0123456789abcdef").click().run()
+    assert at.session_state["chat_turns"][0]["text"] == "Who?"
+
+    from streamlit.testing.v1 import AppTest
+    from ui_helpers import ROOT
+
+    again = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    again.query_params["c"] = "00000000000000b2"  # a reload of a damaged conversation's address
+    again.run()
+    assert not again.exception and again.chat_input and not again.chat_input[0].disabled
+    assert any("00000000000000b2.json" in w for w in texts(again.warning))
+    assert again.session_state["chat_conversation"].id != "00000000000000b2"  # a new one: the file is never overwritten
+
+
+def test_sidebar_titles_show_as_text(app):
+    """A title is shown as typed: an image in it is not loaded, :red[...] does not colour, ** does not embolden."""
+    title = "![x](http://127.0.0.1:9/p.png?d=secret) :red[alarm] **bold** <b>tag</b>"
+    _save(app, "0123456789abcdef", title)
+    at = new_app()
+    shown = at.sidebar.button(key="conv_0123456789abcdef").label
+    assert shown == render.escape_markdown(title) and plain(shown) == title
+    assert "![" not in shown and ":red[" not in shown and "**" not in shown
 
 
 def test_settings_choices_are_saved_and_used_by_the_next_session(app):

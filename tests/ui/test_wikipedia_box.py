@@ -129,3 +129,15 @@ def test_an_unexpected_failure_is_one_generic_sentence_and_logged(app, wiki, mon
     assert [plain(e) for e in texts(at.error)] == [UNEXPECTED]
     assert "RecursionError" not in _page_text(at)
     assert "RecursionError: maximum recursion depth" in caplog.text  # the traceback went to the log
+
+
+def test_search_result_tooltips_show_text_not_markdown(app, wiki):
+    """A search snippet comes from the web: its tooltip shows it as text (no image loaded, no :red[...] styling)."""
+    snippet = "![x](http://127.0.0.1:9/s.png?d=secret) :red[boo] **loud**"
+    wiki.respond({"list": "search"}, {"query": {"search": [{"title": "Hostile", "snippet": snippet, "pageid": 1}]}})
+    at = new_app("pages/library.py")
+    at.text_input(key="wiki_words").set_value("hostile")
+    button(at, "Search").click().run()
+    assert not at.exception
+    tip = at.checkbox(key="wiki_hit_0").help
+    assert plain(tip) == snippet and "![" not in tip and ":red[" not in tip and "**" not in tip

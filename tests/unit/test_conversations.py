@@ -1,11 +1,14 @@
 """Saved conversations and Settings choices: round trips, damaged files, hostile ids, Markdown export."""
 from __future__ import annotations
 
+import html as htmllib
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 
 import pytest
 
@@ -102,6 +105,18 @@ def test_damaged_and_hostile_files_are_skipped_not_fatal(tmp_path) -> None:
     assert store.load("../../etc/passwd") is None
 
 
+def _html(md: str) -> str:
+    """The export rendered as a Markdown viewer would (CommonMark, with GitHub's tables and strikethrough)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(md)
+
+
+def _visible(html: str) -> str:
+    """The text a person sees in rendered HTML, whitespace collapsed."""
+    return " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", html)).replace("\u2060", "").split())
+
+
 def test_export_markdown_has_numbered_sources_quotes_places_and_links() -> None:
     conv = Conversation(title="Revenue")
     conv.turns += [{"id": "u1", "role": "user", "text": "What grew?"},
@@ -110,16 +125,49 @@ def test_export_markdown_has_numbered_sources_quotes_places_and_links() -> None:
                    {"id": "a2", "role": "assistant", "text": "", "answer": None,
                     "error": "The language model did not answer."}]
     md = export_markdown(conv)
+    html = _html(md)
     assert md.startswith("# Revenue\n")
-    assert "## What grew?" in md and "## And then?" in md
-    assert "Revenue grew by 12 percent [1]. Turing was born in London [2]." in md
-    assert "**[1]** Annual &lt;b&gt;report&lt;/b&gt;, page 3, section Results (report-2024.pdf)" in md
-    assert "> Revenue grew by 12 percent in 2024." in md  # the evidence span, not the whole passage
+    assert "<h2>What grew?</h2>" in html and "<h2>And then?</h2>" in html
+    assert "<p>Revenue grew by 12 percent [1]. Turing was born in London [2].</p>" in html
+    assert ("<strong>[1]</strong> Annual &lt;b&gt;report&lt;/b&gt;, page 3, section Results (report-2024.pdf)"
+            in html)
+    assert "Revenue grew by 12 percent in 2024." in _visible(html)  # the evidence span, not the whole passage
     assert "Costs were flat" not in md
-    assert "**[2]** Alan Turing, section Early life — https://en.wikipedia.org/wiki/Alan_Turing#Early_life" in md
+    assert "<strong>[2]</strong> Alan Turing, section Early life — https://en.wikipedia.org/wiki/Alan_Turing#Early_life" in html
     assert "not backed by this passage" in md
-    assert "The language model did not answer." in md
-    assert "<script>" not in md and "<b>" not in md
+    assert "The language model did not answer." in _visible(html)
+    assert "<script>" not in html and "<b>" not in html
+
+
+HOSTILE = ["![x](http://127.0.0.1:9/p.png?d=secret)", "[click](https://127.0.0.1:9/c) [js](javascript:alert(1))", "<img src=http://127.0.0.1:9/i.png>",
+           ":red[styled] :material/warning: :blue-background[x]", "**bold** _em_ ~~gone~~ `code`",
+           "<https://evil.example/a>", "see [r]\n\n[r]: http://evil.example/r", "# title\n- item\n1. one\n> quote",
+           "```\nfenced\n```", "| a | b |\n|---|---|\n| 1 | 2 |", "&lt;b&gt; &amp; &#60;", "$x^2$ \\(y\\)",
+           "www.evil.example http://evil.example/x me@evil.example", "    indented code", "line  \nbreak ***"]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_export_markdown_is_inert_in_every_field(hostile) -> None:
+    """Whatever a title, question, reply, notice, error, document title, file name or quote holds, the rendered
+    export shows it as text: no image (fetched on view), link, HTML, formatting or Streamlit directive."""
+    answer = _answer()
+    c1 = answer.citations[0]
+    chunk = replace(c1.passage.chunk, text=hostile, source=replace(c1.passage.chunk.source, title=hostile,
+                                                                   file_name=hostile + ".pdf"))
+    c1 = replace(c1, passage=Passage(chunk, 0.8), evidence_start=None, evidence_end=None)
+    answer = replace(answer, text=hostile, notice=hostile, citations=(c1,))
+    conv = Conversation(title=hostile)
+    conv.turns += [{"id": "u1", "role": "user", "text": hostile},
+                   {"id": "a1", "role": "assistant", "text": "", "answer": answer},
+                   {"id": "a2", "role": "assistant", "text": "", "answer": None, "error": hostile}]
+    md = export_markdown(conv)
+    html = _html(md)
+    assert set(re.findall(r"<(\w+)", html)) <= {"h1", "h2", "p", "em", "strong", "blockquote", "br"}, html
+    assert "<a" not in html and "<img" not in html
+    assert ":red[" not in md and ":material/" not in md and ":blue-background[" not in md  # Streamlit directives
+    assert "://evil" not in md and "@evil" not in md and "www.evil" not in md  # no bare URL for a viewer to link
+    shown = _visible(html)
+    assert shown.count(" ".join(hostile.split())) >= 6, shown  # title, question, reply, notice, quote, error
 
 
 def test_preferences_persist_and_drop_bad_values(tmp_path) -> None:

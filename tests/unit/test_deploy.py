@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,46 @@ def test_samples_embedded_at_build_time_are_not_embedded_again_after_the_copy(tm
         assert session.search("Beautiful is better than ugly", k=3), "the copied library answers searches"
     finally:
         started.close()
+
+
+# --------------------------------------------------------------------------- who can reach the app, and framing
+PROXY = ROOT / "deploy" / "proxy"
+
+
+def _config() -> dict:
+    return tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+
+
+def test_a_laptop_listens_on_loopback_while_the_image_and_the_space_listen_in_their_container(space):
+    assert _config()["server"]["address"] == "127.0.0.1"  # `streamlit run app.py` / `make run` (tested running)
+    for dockerfile in (DOCKERFILE, space / "Dockerfile"):
+        info = summary(dockerfile)
+        # a command-line flag wins over the copied .streamlit/config.toml: without it the container is unreachable
+        assert [a for a in info["cmd"] if a.startswith("--server.address")] == ["--server.address=0.0.0.0"]
+        assert "STREAMLIT_SERVER_ADDRESS" not in info["env"]
+    readme = (ROOT / "README.md").read_text()
+    assert "make run ADDRESS=0.0.0.0" in readme and "--server.address 0.0.0.0" in readme and "Warning" in readme
+
+
+def test_the_proxy_configs_forbid_framing_by_other_sites_and_keep_the_app_on_loopback():
+    upload_mb = _config()["server"]["maxUploadSize"]
+    nginx = (PROXY / "nginx.conf").read_text()
+    headers = dict(re.findall(r'^\s*add_header\s+(\S+)\s+"([^"]*)"\s+always;', nginx, re.M))
+    assert headers["Content-Security-Policy"] == "frame-ancestors 'self'"
+    assert headers["X-Frame-Options"] == "SAMEORIGIN" and headers["X-Content-Type-Options"] == "nosniff"
+    location = nginx[nginx.index("location / {"):]
+    assert "add_header" not in location, "an add_header in the location would drop the server's headers"
+    assert "proxy_pass http://127.0.0.1:8501;" in location
+    assert "proxy_set_header Upgrade $http_upgrade;" in location and "proxy_http_version 1.1;" in location
+    assert "proxy_set_header X-Forwarded-For $remote_addr;" in location  # one entry: DOCCHAT_DEMO_TRUST_PROXY
+    assert f"client_max_body_size {upload_mb}m;" in nginx
+    caddy = (PROXY / "Caddyfile").read_text()
+    assert "Content-Security-Policy \"frame-ancestors 'self'\"" in caddy and 'X-Frame-Options "SAMEORIGIN"' in caddy
+    assert "reverse_proxy 127.0.0.1:8501" in caddy and f"max_size {upload_mb}MB" in caddy
+    docs = (ROOT / "docs" / "deployment.md").read_text()
+    section = docs[docs.index("### Behind a reverse proxy"):]
+    section = section[:section.index("\n### ", 1)]
+    for name, value in headers.items():
+        assert f'add_header {name} "{value}" always;' in section, name
+    assert "deploy/proxy/nginx.conf" in section and "deploy/proxy/Caddyfile" in section
+    assert "Hugging Face" in section and "custom_headers" in section  # what a Space does instead

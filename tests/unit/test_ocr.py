@@ -3,6 +3,7 @@ Tesseract through PyMuPDF; a scan-only file is refused with a sentence saying ho
 installed, or missing the language pack; recognised pages are marked on the document and on every chunk."""
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -184,3 +185,51 @@ def test_an_ocr_line_across_a_column_gutter_is_cut_there_and_a_speck_in_the_gutt
     texts = ["".join(s["text"] for s in line["spans"]) for line in lines]
     assert texts == ["press PLAY,", "find the", "then play", "The INSERT", "Kjift — not"]
     assert [round(line["bbox"][0]) for line in lines[:2]] == [0, 74]
+
+
+def _poster(width: float = 14_400, height: float = 10_000, fontsize: float = 100, dpi: int = 20) -> bytes:
+    """One image-only page of PDF's largest size (14,400 pt = 200 inches) showing SCANNED in big letters."""
+    src = pymupdf.open()
+    page = src.new_page(width=width, height=height)
+    page.insert_textbox(pymupdf.Rect(200, 200, width - 200, height - 200), SCANNED, fontsize=fontsize)
+    png = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY).tobytes("png")
+    out = pymupdf.open()
+    out.new_page(width=width, height=height).insert_image(pymupdf.Rect(0, 0, width, height), stream=png)
+    return out.tobytes()
+
+
+def test_a_huge_page_is_drawn_for_ocr_within_the_pixel_budget() -> None:
+    from rag_core.loaders.ocr import MAX_OCR_PIXELS, ocr_dpi
+
+    a4 = pymupdf.Rect(0, 0, 595, 842)
+    assert ocr_dpi(a4, 300) == 300 and ocr_dpi(a4, 600) == 600  # ordinary pages: the resolution set, untouched
+    for rect in (pymupdf.Rect(0, 0, 14_400, 14_400), pymupdf.Rect(0, 0, 14_400, 200), a4 * 20):
+        dpi = ocr_dpi(rect, 300)
+        assert 1 <= dpi < 300
+        pixels = math.ceil(rect.width * dpi / 72) * math.ceil(rect.height * dpi / 72)
+        assert pixels <= MAX_OCR_PIXELS * 1.01, (rect, dpi, pixels)
+
+
+@needs_tesseract
+def test_a_scanned_page_of_the_largest_pdf_size_is_read_by_ocr() -> None:
+    # At 300 dpi this page would be a 2.6-gigapixel image, which MuPDF refuses ("Overly large image"); the file was
+    # then refused with "Run it through OCR" although OCR is installed.
+    doc = load_bytes(_poster(), "poster.pdf", Settings())
+    assert doc.source.scanned_pages == "1"
+    assert " ".join(doc.text.split()) == SCANNED
+
+
+@needs_tesseract
+def test_when_ocr_fails_on_every_scanned_page_the_refusal_says_so(monkeypatch) -> None:
+    from rag_core.budget import Deadline
+    from rag_core.loaders.pdf import read_pdf
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("code=5: Overly large image")
+
+    monkeypatch.setattr(pymupdf.Page, "get_textpage_ocr", broken)  # read in this process, so the patch holds
+    with pytest.raises(NoTextLayer) as info:
+        read_pdf(make_pdf(("scan", SCANNED)), "scan.pdf", deadline=Deadline.never("scan.pdf"))
+    message = str(info.value)
+    assert info.value.why == "failed" and "OCR could not read" in message
+    assert "Run it through OCR" not in message  # OCR is installed here: that advice would not be true
