@@ -5,10 +5,10 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import streamlit as st  # noqa: E402
+import streamlit as st
 
-from ui.navigation import app_pages, mark_app_entry  # noqa: E402
-from ui.safe import guarded  # noqa: E402
+from ui.navigation import app_pages, mark_app_entry
+from ui.safe import guarded
 
 mark_app_entry()
 st.set_page_config(page_title="DocChat", page_icon="💬", layout="wide")

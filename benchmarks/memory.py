@@ -66,7 +66,7 @@ def main() -> None:
 
     mark("python interpreter (baseline)")
     t = time.perf_counter()
-    import streamlit  # noqa: F401  - the app process has it loaded
+    import streamlit  # noqa: F401 - the app process has it loaded
 
     import rag_core.embeddings as embeddings
     from rag_core import generation

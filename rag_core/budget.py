@@ -43,8 +43,7 @@ class Deadline:
         self.seconds = seconds  # the whole budget (what messages name)
         self.file_name = file_name
         self.clock = clock
-        self.started = clock()
-        self.end = self.started + (seconds if left is None else left)  # `left`: the part of it still to run
+        self.end = clock() + (seconds if left is None else left)  # `left`: the part of it still to run
         self.cancel_event = _CANCEL.get()  # set by IngestQueue.cancel: stop now
 
     @classmethod
@@ -59,10 +58,6 @@ class Deadline:
     def left(self) -> float:
         """Seconds until the deadline (0 once passed or cancelled)."""
         return 0.0 if self.cancelled() else max(0.0, self.end - self.clock())
-
-    def elapsed(self) -> float:
-        """Seconds since the work started."""
-        return self.clock() - self.started
 
     def expired(self) -> bool:
         """True once the deadline has passed (or the work was cancelled)."""

@@ -33,6 +33,15 @@ def answer_json(ans: Answer) -> dict:
             "relevance": None if ans.relevance is None else round(ans.relevance, 4)}
 
 
+def checked_reply(streamed: str, ans: Answer) -> str | None:
+    """The checked answer when it replaced the draft that was streamed: the answer did not finish (stopped, cut off,
+    a loop, a failure) or was withheld, and its text differs. None when the draft stands."""
+    replaced = ans.incomplete or "withheld_text" in ans.extra or ans.extra.get("ended", "finished") != "finished"
+    if not replaced or " ".join(streamed.split()) == " ".join(ans.text.split()):
+        return None
+    return ans.text
+
+
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     """Answer one question from the library; exit code 1 when the answer is incomplete."""
     from .generation import start_answer
@@ -47,13 +56,18 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
             for _ in stream:
                 pass
         else:
+            streamed: list[str] = []
             for delta in stream:
+                streamed.append(delta)
                 print(terminal_text(delta, newlines=True), end="", flush=True)
             print()
     finally:
         lib.close()
     ans = stream.answer
     assert ans is not None
+    if not args.json and (checked := checked_reply("".join(streamed), ans)) is not None:
+        print("\nChecked answer (the text above was a draft; this is what your documents back):\n"
+              + terminal_text(checked, newlines=True))
     if args.json:
         print(json_text(answer_json(ans)))
     else:

@@ -86,7 +86,7 @@ def _search(settings: Settings, words: str, lang: str, limit: int) -> list[WikiH
         return search(settings, words, lang=lang, limit=limit)
     except DocChatError:
         raise
-    except Exception as e:  # noqa: BLE001 - the user gets a sentence, `-v` shows the traceback
+    except Exception as e:  # the user gets a sentence, `-v` shows the traceback
         log.info("Unexpected failure while searching Wikipedia", exc_info=True)
         raise WikipediaError() from e
 

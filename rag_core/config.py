@@ -20,8 +20,7 @@ from pydantic import Field, StringConstraints, ValidationError, model_validator
 from pydantic.config import JsonDict
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
-from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
-from pydantic_settings.sources.utils import parse_env_vars
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .errors import SettingsError
 
@@ -47,7 +46,7 @@ class Settings(BaseSettings):
     # Each setting: its type (with bounds), default and environment variable, then its description as a docstring.
     # -- library -----------------------------------------------------------------
     data_dir: Path = Field(Path("./data"), validation_alias="DOCCHAT_DATA_DIR")
-    """Library folder; the embedded Qdrant lives in its qdrant/ subfolder."""
+    """Library folder; the embedded Qdrant Edge store lives in its edge/ subfolder."""
     qdrant_url: str | None = Field(None, validation_alias="QDRANT_URL")
     """Qdrant server to use instead of the embedded database."""
     qdrant_api_key: Secret = Field(None, validation_alias="QDRANT_API_KEY")
@@ -190,11 +189,6 @@ class Settings(BaseSettings):
         return init_settings, _MappingSource(settings_cls, secrets), _MappingSource(settings_cls, env)
 
     @property
-    def qdrant_path(self) -> Path:
-        """Folder of the embedded Qdrant (local mode)."""
-        return self.data_dir / "qdrant"
-
-    @property
     def max_upload_bytes(self) -> int:
         """The per-file upload limit in bytes."""
         return self.max_upload_mb * 1024 * 1024
@@ -204,16 +198,26 @@ class Settings(BaseSettings):
         return type(self)(**{**self.model_dump(), **changes})
 
 
-class _MappingSource(EnvSettingsSource):
-    """pydantic-settings' environment source, reading a given mapping (os.environ, an env dict or st.secrets)."""
+class _MappingSource(PydanticBaseSettingsSource):
+    """Settings read from a given mapping (os.environ, an env dict or st.secrets) by environment variable name.
+
+    Only pydantic-settings' public source API: the known variable names (exact case), empty or None meaning unset.
+    Every field is a plain value, so there is nothing to decode; the Settings model validates and converts.
+    """
 
     def __init__(self, settings_cls: type[BaseSettings], mapping: Mapping[str, Any]) -> None:
-        self._mapping = mapping
-        super().__init__(settings_cls, case_sensitive=True, env_ignore_empty=True)
+        super().__init__(settings_cls)
+        # never a field name or a stray key (PATH, a secrets.toml section): only the settings' own variables
+        self._values = {k: v for k, v in mapping.items() if k in ENV_VARS and v is not None and v != ""}
 
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        known = {k: v for k, v in self._mapping.items() if k in ENV_VARS}  # never a field name or a stray key
-        return parse_env_vars(known, case_sensitive=True, ignore_empty=True)
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """The mapping's value for this field (None if unset), its variable name, and False: never a complex value."""
+        name = str(field.validation_alias)
+        return self._values.get(name), name, False
+
+    def __call__(self) -> dict[str, Any]:
+        """The values found, keyed by environment variable (an alias of each field)."""
+        return dict(self._values)
 
 
 # The mappings load_settings() is reading, for settings_customise_sources; a ContextVar keeps threads apart.

@@ -16,6 +16,7 @@ import stat
 import threading
 import time
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -84,10 +85,30 @@ class _Renaming:
 
     def rename(self, conv_id: str, title: str) -> None:
         """Give a conversation a new title (chosen by the person: never replaced by the first question again)."""
-        conv = self.load(conv_id)
-        if conv is not None:
-            conv.title, conv.titled_by_user = _clean_title(title), True
-            self.save(conv)
+        with self._writing():  # read and written under one lock: a save or delete meanwhile is not undone
+            conv = self.load(conv_id)
+            if conv is not None:
+                conv.title, conv.titled_by_user = _clean_title(title), True
+                self.save(conv)
+
+    def _writing(self) -> AbstractContextManager[object]:
+        """The lock held while this store's conversations are changed."""
+        return nullcontext()
+
+
+_LOCKS: dict[str, threading.RLock] = {}  # resolved path -> its lock (a few per data dir: never pruned)
+_LOCKS_GUARD = threading.Lock()
+
+
+def lock_for(path: Path) -> threading.RLock:
+    """The one lock of this process for a file or folder, by its resolved path: every object that reads, changes
+    and writes it (a new workspace is made on every page run) holds this one, so their writes never interleave."""
+    key = os.path.realpath(path)
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(key)
+        if lock is None:
+            lock = _LOCKS[key] = threading.RLock()
+        return lock
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -109,7 +130,10 @@ class MemoryConversations(_Renaming):
 
     def __init__(self) -> None:
         self._items: dict[str, dict[str, Any]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+
+    def _writing(self) -> AbstractContextManager[object]:
+        return self._lock
 
     def list(self) -> list[ConversationInfo]:
         """Conversations with at least one question, newest first."""
@@ -148,7 +172,10 @@ class FileConversations(_Renaming):
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._lock = threading.Lock()
+        self._lock = lock_for(folder)  # shared by every FileConversations of this folder in this process
+
+    def _writing(self) -> AbstractContextManager[object]:
+        return self._lock
 
     def _path(self, conv_id: str) -> Path:
         if not _ID.match(conv_id):
@@ -271,7 +298,8 @@ class FileConversations(_Renaming):
     def delete(self, conv_id: str) -> None:
         """Delete a saved conversation."""
         if _ID.match(conv_id):
-            self._path(conv_id).unlink(missing_ok=True)
+            with self._lock:
+                self._path(conv_id).unlink(missing_ok=True)
 
 
 def _unreadable(path: Path, e: BaseException) -> ConversationUnreadable:

@@ -98,7 +98,7 @@ class DemoAnswerStream:
             yield from self._inner
         except DocChatError:
             raise
-        except Exception as e:  # noqa: BLE001 - the visitor gets a sentence, the log gets the traceback
+        except Exception as e:  # the visitor gets a sentence, the log gets the traceback
             log.exception("Answering failed in a demo session")
             raise DemoTrouble("answering your question") from e
 

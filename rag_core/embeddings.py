@@ -13,12 +13,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
-import numpy as np  # noqa: E402
-from langchain_core.embeddings import Embeddings  # noqa: E402
-from langchain_qdrant import SparseEmbeddings, SparseVector  # noqa: E402
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from langchain_qdrant import SparseEmbeddings, SparseVector
 
-from .config import DEFAULT_EMBEDDING_MODEL  # noqa: E402
-from .errors import DocChatError  # noqa: E402
+from .config import DEFAULT_EMBEDDING_MODEL
+from .errors import DocChatError
 
 log = logging.getLogger(__name__)
 
@@ -31,29 +31,60 @@ LEXICAL_LANGUAGE = "english"  # Snowball stemmer of Qdrant's Bm25 (its stop-word
 
 class FairLock:
     """A lock handed to its waiters in arrival order (a plain Lock lets the thread that just released it take it
-    straight back, so an upload's back-to-back batches starved a waiting question for the whole upload)."""
+    straight back, so an upload's back-to-back batches starved a waiting question for the whole upload). A waiter
+    that times out or is interrupted leaves the queue, so the lock always passes on to someone who still wants it."""
 
     def __init__(self) -> None:
         self._mutex = threading.Lock()
         self._held = False
         self._waiters: deque[threading.Event] = deque()
 
-    def __enter__(self) -> FairLock:
+    @property
+    def waiting(self) -> int:
+        """How many threads are waiting for their turn."""
+        with self._mutex:
+            return len(self._waiters)
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        """Take the lock, waiting in line up to `timeout` seconds (None: as long as it takes); False when the wait
+        timed out (the waiter has then left the line)."""
         with self._mutex:
             if not self._held:
                 self._held = True
-                return self
+                return True
             turn = threading.Event()
             self._waiters.append(turn)
-        turn.wait()  # the releasing thread hands the lock over directly: it stays held
-        return self
+        try:
+            if turn.wait(timeout):  # the releasing thread hands the lock over directly: it stays held
+                return True
+        except BaseException:  # interrupted (KeyboardInterrupt, SystemExit): out of the line, the lock passed on
+            if self._leave(turn):
+                self.release()
+            raise
+        return self._leave(turn)  # timed out: unless the lock was handed over just now
 
-    def __exit__(self, *exc: object) -> None:
+    def _leave(self, turn: threading.Event) -> bool:
+        """A waiter stops waiting: out of the line; True when the lock was handed to it meanwhile (it holds it)."""
+        with self._mutex:
+            if turn.is_set():
+                return True
+            self._waiters.remove(turn)
+            return False
+
+    def release(self) -> None:
+        """Hand the lock to the longest waiter, or free it."""
         with self._mutex:
             if self._waiters:
                 self._waiters.popleft().set()
             else:
                 self._held = False
+
+    def __enter__(self) -> FairLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 def resolve_model_path(name: str) -> Path:
@@ -73,7 +104,7 @@ def resolve_model_path(name: str) -> Path:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(name, local_files_only=True))
-    except Exception as e:  # noqa: BLE001 - any hub/cache failure means "not available offline"
+    except Exception as e:  # any hub/cache failure means "not available offline"
         raise DocChatError(
             f"The embedding model “{name}” is not available on this machine. Set DOCCHAT_EMBEDDING_MODEL to a "
             f"local model folder, or leave it at the default “{DEFAULT_EMBEDDING_MODEL}”."
@@ -140,7 +171,7 @@ class Embedder(Embeddings):
     def _load_logged(self) -> None:
         try:
             self._load()
-        except BaseException:  # noqa: BLE001 - kept in self._error and raised to whoever needs the model
+        except BaseException:  # kept in self._error and raised to whoever needs the model
             log.exception("Could not load the embedding model %s", self.name)
 
     @property
@@ -172,7 +203,7 @@ class Embedder(Embeddings):
         return self._max_seq_length
 
     @property
-    def tokenizer(self):  # noqa: ANN201 - a transformers tokenizer
+    def tokenizer(self):  # a transformers tokenizer
         """The model's own (fast) tokenizer."""
         self.wait()
         return self._tokenizer

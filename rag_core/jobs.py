@@ -82,6 +82,7 @@ class IngestQueue:
         self._turns = itertools.count()
         self._last_turn: dict[str | None, int] = {}  # owner -> when a job of theirs last started
         self._threads: list[threading.Thread] = []
+        self._discarding: list[threading.Thread] = []  # running the work of jobs stopped while queued
 
     # -- submitting ----------------------------------------------------------
     def submit(self, label: str, work: Work, owner: str | None = None, kind: str = "file") -> str:
@@ -131,16 +132,23 @@ class IngestQueue:
             return True
         # a file's work still runs once, already cancelled, so the room it reserved (demo) is released: it stops at
         # its first deadline check, before reading anything big
-        threading.Thread(target=self._discard, args=(job.label, work, event), daemon=True,
-                         name="docchat-ingest-cancelled").start()
+        thread = threading.Thread(target=self._discard, args=(job.label, work, event), daemon=True,
+                                  name="docchat-ingest-cancelled")
+        with self._changed:
+            self._discarding.append(thread)
+        thread.start()
         return True
 
     def _discard(self, label: str, work: Work, event: threading.Event) -> None:
-        with cancellable(event):
-            try:
+        try:
+            with cancellable(event):
                 work(lambda stage, done, total: None)
-            except Exception:  # noqa: BLE001 - nobody waits for this result
-                log.debug("cancelled job %s ended with an error", label, exc_info=True)
+        except Exception:  # nobody waits for this result
+            log.debug("cancelled job %s ended with an error", label, exc_info=True)
+        finally:
+            with self._changed:
+                self._discarding.remove(threading.current_thread())
+                self._changed.notify_all()
 
     # -- reading -------------------------------------------------------------
     def jobs(self, job_ids: Iterable[str]) -> list[JobView]:
@@ -255,7 +263,7 @@ class IngestQueue:
             return _stopped(label)
         except DocChatError as e:
             return IngestResult(label, "failed", error=str(e), details=e.details)
-        except Exception:  # noqa: BLE001 - the worker must survive; the user gets a sentence, the log the traceback
+        except Exception:  # the worker must survive; the user gets a sentence, the log the traceback
             log.exception("Unexpected failure while adding %s", label)
             return IngestResult(label, "failed", error=(
                 f"“{label}”: something unexpected went wrong while adding this; your library was not changed. "
@@ -267,15 +275,32 @@ class IngestQueue:
             for j in done[:max(0, len(done) - self.keep_finished)]:
                 del self._jobs[j.id]
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Let the workers finish the jobs already queued and end (a later submit starts new ones)."""
+    def close(self, timeout: float = 5.0, grace: float = 2.0) -> bool:
+        """Let the workers finish the jobs already queued for up to `timeout` seconds, then stop what is left (queued
+        jobs are marked stopped, running ones cancelled: nothing of them is stored) and wait up to `grace` seconds
+        more for them to end; True when nothing runs any more (a later submit starts new workers)."""
+        if self._idle_within(timeout):
+            return True
+        with self._lock:
+            left = [(j.id, j.owner) for j in self._jobs.values() if j.state != "done"]
+        log.info("Stopping %d ingest job(s) still queued or running", len(left))
+        for job_id, owner in left:
+            self.cancel(job_id, owner)
+        if self._idle_within(grace):
+            return True
+        log.warning("Ingest jobs still running after being stopped")
+        return False
+
+    def _idle_within(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds until no worker (nor a stopped job's last run) is alive; True once so."""
         end = time.monotonic() + timeout
         with self._changed:
-            while any(t.is_alive() for t in self._threads):
+            while any(t.is_alive() for t in self._threads + self._discarding):
                 left = end - time.monotonic()
                 if left <= 0:
-                    return
+                    return False
                 self._changed.wait(left)
+        return True
 
 
 def _stopped(label: str) -> Any:

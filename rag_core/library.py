@@ -18,12 +18,13 @@ from .config import Settings
 from .embeddings import Embedder
 from .errors import DocChatError, FileTooLarge, NotARegularFile, NoText
 from .injection import flag_chunks
+from .injection_model import flag_vectors
 from .loaders import check_size, load_bytes, read_file
 from .migrate import migrate_if_needed
-from .models import Document, DocumentInfo, Passage
+from .models import Document, DocumentInfo, Passage, Progress
 from .originals import KINDS_KEPT, delete_original, load_original, save_original
 from .retrieval import retrieve
-from .store import Progress, Store, open_store, stamp
+from .store import Store, open_store, stamp
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,7 @@ class Library:
         chunks = flag_chunks(chunks, doc.hidden_text)  # instructions addressed to an AI, shown beside citations
         started = time.monotonic()
         vectors = self.store.embed_chunks(chunks, progress)
+        chunks = flag_vectors(chunks, vectors[0], self.embedder.name)  # the classifier, on the same vectors
         self._learn_speed(len(chunks), time.monotonic() - started)
         deadline.check()  # before saving (saving checks it again after every batch, rolling back when stopped)
         info = self.store.add_chunks(doc.source, chunks, doc.page_count, owner=owner, progress=progress,
@@ -167,7 +169,7 @@ class Library:
         except DocChatError as e:
             log.info("Could not add %s: %s", file_name, e)
             return IngestResult(label, "failed", error=str(e), details=e.details)
-        except Exception:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
+        except Exception:  # the user gets a sentence, the log gets the traceback
             log.exception("Unexpected failure while adding %s", file_name)
             return IngestResult(label, "failed", error=(
                 f"“{file_name}”: something unexpected went wrong while reading this file; your library was not "

@@ -54,6 +54,34 @@ class Stage:
         return ""
 
 
+_RUNNING: set[LiveAnswer] = set()  # the answers of this process whose thread has not ended
+_RUNNING_LOCK = threading.Lock()
+
+
+def running(library: object | None = None) -> list[LiveAnswer]:
+    """The answers still running that read `library` (and those whose library is not known); None: all of them."""
+    with _RUNNING_LOCK:
+        return [a for a in _RUNNING if library is None or a.library is None or a.library is library]
+
+
+def drain(library: object | None, timeout: float, grace: float) -> int:
+    """Before `library` closes: wait up to `timeout` seconds for its running answers to end, then stop the rest and
+    wait up to `grace` more for their threads to let go (a stopped answer ends at its next piece of text); returns
+    how many are still running."""
+    for wait_s, stop in ((timeout, False), (grace, True)):
+        answers = running(library)
+        if not answers:
+            return 0
+        if stop:
+            log.info("Stopping %d answer(s) still running", len(answers))
+            for a in answers:
+                a.stop()
+        end = time.monotonic() + wait_s
+        for a in answers:
+            a.wait(max(0.0, end - time.monotonic()))
+    return len(running(library))
+
+
 class LiveAnswer:
     """Runs an answer stream (iterate for text, then `.answer`, `.close()`) on a thread; poll it from the page."""
 
@@ -67,7 +95,10 @@ class LiveAnswer:
         self._finished = threading.Event()
         self._stage_name = SEARCHING
         self._stage_since = clock()
+        self.library = getattr(stream, "library", None)  # what it reads (None: not known), see drain()
         self._thread = threading.Thread(target=self._run, name="docchat-answer", daemon=True)
+        with _RUNNING_LOCK:
+            _RUNNING.add(self)
         self._thread.start()
 
     # -- the thread --------------------------------------------------------------------------------------------
@@ -78,12 +109,14 @@ class LiveAnswer:
                     break
                 if piece:
                     self._pieces.put(piece)
-        except Exception:  # noqa: BLE001 - the stream turns failures into an answer notice; this is the last guard
+        except Exception:  # the stream turns failures into an answer notice; this is the last guard
             log.exception("The answer stream failed")
         finally:
             if self._stop.is_set() or getattr(self.stream, "answer", None) is None:
                 self.stream.close()  # ends the model's HTTP stream; the answer keeps the text so far
             self._pieces.put(None)
+            with _RUNNING_LOCK:
+                _RUNNING.discard(self)
             self._finished.set()
 
     # -- the page's side -----------------------------------------------------------------------------------------

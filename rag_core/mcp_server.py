@@ -102,7 +102,7 @@ class LibraryHolder:
     def _warm(self) -> None:
         try:
             self.embedder()
-        except Exception:  # noqa: BLE001 - the first call reports it as a sentence
+        except Exception:  # the first call reports it as a sentence
             log.warning("Loading the embedding model in the background failed", exc_info=True)
 
     def _watch(self) -> None:

@@ -142,7 +142,7 @@ def _build(settings: Settings, embedder: Embedder, temp: Path, progress: Progres
         if "already accessed" in str(e):  # the previous release (its app, say) still has the folder open
             raise LibraryBusy(str(path)) from e
         raise _unreadable(settings, e) from e
-    except Exception as e:  # noqa: BLE001 - any damage to the old files gets the same sentence
+    except Exception as e:  # any damage to the old files gets the same sentence
         raise _unreadable(settings, e) from e
     try:
         meta = _check_model(settings, client, embedder)
@@ -157,7 +157,7 @@ def _build(settings: Settings, embedder: Embedder, temp: Path, progress: Progres
             store.close()
     except DocChatError:
         raise
-    except Exception as e:  # noqa: BLE001 - reading or writing failed half-way: the sentence, the cause chained
+    except Exception as e:  # reading or writing failed half-way: the sentence, the cause chained
         raise _unreadable(settings, e) from e
     finally:
         client.close()

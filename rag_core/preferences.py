@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 from .config import Settings
-from .conversations import write_atomic
+from .conversations import lock_for, write_atomic
 from .errors import DocChatError
 from .safe_files import read_json
 
@@ -55,6 +55,8 @@ class Preferences(Protocol):
 
     def save(self, choices: dict[str, Any]) -> None: ...
 
+    def update(self, changes: Mapping[str, Any]) -> dict[str, Any]: ...
+
 
 class MemoryPreferences:
     """Choices kept in memory (the hosted demo: per browser session)."""
@@ -71,6 +73,11 @@ class MemoryPreferences:
         """Replace the kept choices."""
         self._choices = clean(self.base, choices)
 
+    def update(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Change some choices, keeping the others; returns the choices now kept."""
+        self._choices = clean(self.base, {**self._choices, **changes})
+        return dict(self._choices)
+
 
 class FilePreferences:
     """Choices kept in `<data dir>/preferences.json` (local mode): they last until changed again."""
@@ -78,7 +85,7 @@ class FilePreferences:
     def __init__(self, base: Settings, path: Path | None = None) -> None:
         self.base = base
         self.path = path or base.data_dir / FILE_NAME
-        self._lock = threading.Lock()
+        self._lock = lock_for(self.path)  # shared by every FilePreferences of this file in this process
 
     def load(self) -> dict[str, Any]:
         """The saved choices (empty when none, or when the file is unreadable)."""
@@ -99,3 +106,12 @@ class FilePreferences:
         data = json.dumps(clean(self.base, choices), indent=1).encode("utf-8")
         with self._lock:
             write_atomic(self.path, data)
+
+    def update(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Change some choices, keeping the others as saved (read and written under the file's one lock, so a
+        change made meanwhile by another session is kept); returns the choices now saved. OSError when the disk
+        fails."""
+        with self._lock:
+            kept = clean(self.base, {**self.load(), **changes})
+            self.save(kept)
+            return kept

@@ -102,7 +102,6 @@ class Usage:
     max_files: int
     bytes: int
     max_bytes: int
-    questions_last_minute: int
     max_questions_per_minute: int
     client_files: int = 0
     max_client_files: int = 0
@@ -189,8 +188,8 @@ class Ledger:
     def renamed(self, session_id: str, old_doc_id: str, new_doc_id: str) -> None:
         """A document was replaced by a new version (a refreshed article): its bytes now count under the new id."""
         with self._lock:
-            entry = self._entry(session_id)
-            if old_doc_id in entry.sizes:
+            entry = self._sessions.get(session_id)  # an expired session stays expired
+            if entry is not None and old_doc_id in entry.sizes:
                 entry.sizes[new_doc_id] = entry.sizes.pop(old_doc_id)
 
     # -- documents and bytes --------------------------------------------------------
@@ -230,9 +229,13 @@ class Ledger:
             entry.pending_bytes += extra
 
     def settle(self, session_id: str, size: int, doc_id: str | None) -> None:
-        """Release a reservation; when the document was stored, count its bytes against the session."""
+        """Release a reservation; when the document was stored, count its bytes against the session. Nothing
+        happens for a session that expired meanwhile: its reservation went with it, and it stays expired (its
+        document, now ownerless, goes with the idle clean-up of leftover owners)."""
         with self._lock:
-            entry = self._entry(session_id)
+            entry = self._sessions.get(session_id)
+            if entry is None:
+                return
             entry.pending_files = max(0, entry.pending_files - 1)
             entry.pending_bytes = max(0, entry.pending_bytes - size)
             if doc_id is not None:
@@ -299,17 +302,16 @@ class Ledger:
 
     # -- the Library page -------------------------------------------------------------
     def usage(self, session_id: str, holdings: Holdings) -> Usage:
-        """Files, bytes and questions used of one session's limits, and of its client's."""
+        """Files and bytes used of one session's limits (and its question limit), and of its client's."""
         s = self.settings
         with self._lock:
             entry = self._sessions.get(session_id) or _Session(UNKNOWN_CLIENT, self.clock())
             peers = self._peers(entry.client) if session_id in self._sessions else {session_id: entry}
-            now = self.clock()
             held = holdings.get(session_id, ())
             full = (self._total_files(holdings) >= s.demo_total_files
                     or self._bytes(self._sessions, holdings) >= s.demo_total_mb * MB)
             return Usage(len(held), s.demo_max_files_per_session, entry.used_bytes(held), s.demo_max_session_mb * MB,
-                         entry.questions.count(now), s.demo_questions_per_minute,
+                         s.demo_questions_per_minute,
                          sum(len(holdings.get(sid, ())) for sid in peers), s.demo_max_files_per_client,
                          sum(e.used_bytes(holdings.get(sid, ())) for sid, e in peers.items()),
                          s.demo_max_client_mb * MB, full)

@@ -4,9 +4,12 @@ The Streamlit glue keeps one `Runtime` in `st.cache_resource`; each browser sess
 """
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from . import live
 from .config import Settings
 from .conversations import SessionConversations
 from .jobs import IngestQueue
@@ -16,6 +19,11 @@ if TYPE_CHECKING:
     from .embeddings import Embedder
     from .library import Library
     from .sessions import DemoHub
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_WAIT_S = 5.0  # on close, answers and ingests still running may finish within this
+SHUTDOWN_GRACE_S = 2.0  # then they are stopped, and get this long to let go before the store closes
 
 
 def session_settings(base: Settings, overrides: Mapping[str, Any]) -> Settings:
@@ -70,11 +78,17 @@ class Runtime:
             return DemoWorkspace(session, self.queue, self.demo_conversations.for_session(session_key))
         return LocalWorkspace(self.library, self.queue, session_settings(base or self.settings, overrides or {}))
 
-    def close(self) -> None:
-        """Stop background threads and release the library."""
+    def close(self, timeout: float = SHUTDOWN_WAIT_S, grace: float = SHUTDOWN_GRACE_S) -> None:
+        """Stop background threads and release the library: answers and ingests still running get up to `timeout`
+        seconds to finish, then are stopped and get `grace` more to let go, so the store is not closed under them."""
+        end = time.monotonic() + timeout
         if self.hub is not None:
             self.hub.stop_janitor()
-        self.queue.close()
+        answers = live.drain(self.library, timeout, grace)
+        jobs_ended = self.queue.close(max(0.0, end - time.monotonic()), grace)
+        if answers or not jobs_ended:
+            log.warning("Closing the library with work still running (%d answer(s)%s)", answers,
+                        "" if jobs_ended else ", ingest jobs")
         self.library.close()
 
 

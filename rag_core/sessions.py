@@ -29,11 +29,10 @@ from .errors import DemoTrouble, DocChatError, DocumentNotFound, SampleReadOnly
 from .generation import start_answer
 from .library import IngestResult, Library, scoped_doc_id
 from .loaders import load_bytes
-from .models import Answer, Document, DocumentInfo, Passage
+from .models import Answer, Document, DocumentInfo, Passage, Progress
 from .quotas import Holdings, Ledger, Usage, visitors
 from .retrieval import DEFAULT_METHOD, retrieve
 from .samples import SAMPLES_DIR, sample_document, sample_files
-from .store import Progress
 from .wikipedia import RefreshReport, WikiImportResult, import_article, refresh
 
 log = logging.getLogger(__name__)
@@ -93,12 +92,6 @@ class DemoHub:
         """Ids of the sessions seen within the idle limit."""
         return self.ledger.sessions()
 
-    def end_session(self, session_id: str) -> int:
-        """Forget a session and delete all of its documents; returns how many were deleted."""
-        check_session_id(session_id)
-        self.ledger.forget(session_id)
-        return self._purge_owner(session_id)
-
     def _purge_owner(self, owner: str) -> int:
         if owner == SHARED_OWNER:
             raise ValueError("the shared library is never purged")
@@ -140,7 +133,7 @@ class DemoHub:
             while not self._stop.wait(interval_s):
                 try:
                     self.cleanup_idle()
-                except Exception:  # noqa: BLE001 - the janitor must survive a bad round; it retries next time
+                except Exception:  # the janitor must survive a bad round; it retries next time
                     log.exception("Demo cleanup failed; retrying in %.0f s", interval_s)
 
         self._janitor = threading.Thread(target=loop, name="docchat-demo-janitor", daemon=True)
@@ -264,7 +257,7 @@ class SessionLibrary:
             return retrieve(self._library.store, query, k, doc_ids, self.owners, method)
         except DocChatError:
             raise
-        except Exception as e:  # noqa: BLE001 - no traceback or server detail reaches the visitor
+        except Exception as e:  # no traceback or server detail reaches the visitor
             log.exception("Search failed in a demo session")
             raise DemoTrouble("searching your documents") from e
 
@@ -332,7 +325,7 @@ class SessionLibrary:
         except DocChatError as e:
             log.info("Demo upload failed: %s", e)
             return IngestResult(name, "failed", error=str(e))
-        except Exception:  # noqa: BLE001 - the visitor gets a sentence, the log gets the traceback
+        except Exception:  # the visitor gets a sentence, the log gets the traceback
             log.exception("Unexpected failure in a demo upload")
             return IngestResult(name, "failed", error=str(DemoTrouble(f"adding “{name}”")))
         return result

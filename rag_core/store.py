@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -56,16 +56,13 @@ from .backends.layout import (  # noqa: F401 - chunk_from_payload, chunk_metadat
 from .config import Settings
 from .embeddings import LEXICAL_VERSION, Embedder, LexicalEncoder
 from .errors import DiskFull, DocChatError, DocumentNotFound, EmbeddingModelMismatch
-from .models import Chunk, DocumentInfo, Passage, SourceMeta
+from .models import Chunk, DocumentInfo, Passage, Progress, SourceMeta
 
 log = logging.getLogger(__name__)
 
 UPSERT_BATCH = 256
 PENDING_GRACE_S = 3600  # server mode: a pending document older than this is a crashed ingest
 OPTIMIZE_AT_OPEN = 20_000  # Edge: build the HNSW index on open when this many points are searched exhaustively
-
-Progress = Callable[[str, int, int], None]  # (stage, done, total)
-
 
 def now_iso() -> str:
     """Current UTC time, ISO-8601, seconds precision."""
@@ -197,11 +194,6 @@ class Store:
         with self._engine("be read"):
             entries = self.backend.entries(COMPLETE, None if owners is None else list(owners))
         return sorted((info_from_entry(p) for p in entries), key=lambda d: d.added_at, reverse=True)
-
-    def complete_ids(self) -> set[str]:
-        """Ids of documents whose chunks are all stored."""
-        with self._engine("be read"):
-            return {p["doc_id"] for p in self.backend.entries(COMPLETE)}
 
     def count_chunks(self) -> int:
         """Number of stored chunk points (complete or not)."""
@@ -360,18 +352,6 @@ class Store:
         if dense is not None and sparse is not None:
             fusion = fusion or "dbsf"
         return self.run([Search(limit, dense, sparse, fusion, prefetch_limit)], doc_ids, owners)[0]
-
-    def candidates(self, dense: Sequence[float], sparse: SparseVector, limit: int,
-                   doc_ids: Iterable[str] | None = None,
-                   owners: Iterable[str | None] | None = None) -> tuple[list[Passage], list[Passage]]:
-        """Dense and lexical top-`limit` lists in one request (for client-side score fusion)."""
-        dense_hits, lexical_hits = self.run([Search(limit, dense=dense), Search(limit, sparse=sparse)], doc_ids, owners)
-        return dense_hits, lexical_hits
-
-    def search(self, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
-               owners: Iterable[str | None] | None = None) -> list[Passage]:
-        """Dense similarity search for a text query."""
-        return self.query(self.embedder.embed_query(query), None, k, doc_ids, owners)
 
     def optimize(self) -> bool:
         """Build the engine's search indexes now (Edge: blocks the whole process for ~2 s per 1,000 new chunks)."""

@@ -140,7 +140,7 @@ class LLMServer(ThreadedServer):
         streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
 
         class _Cancelled(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs) -> bool:  # noqa: ANN001 - transformers' signature
+            def __call__(self, input_ids, scores, **kwargs) -> bool:  # transformers' signature
                 return cancelled.is_set()
 
         result: dict[str, Any] = {}
@@ -182,7 +182,7 @@ class LLMServer(ThreadedServer):
 class _Handler(JSONHandler):
     owner: LLMServer
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+    def do_GET(self) -> None:  # http.server naming
         self.owner.requests.append((self.path, None))
         if self.path in ("/", ""):
             self._send_text(200, "Ollama is running")
@@ -193,7 +193,7 @@ class _Handler(JSONHandler):
         else:
             self._send_json(404, {"error": "404 page not found"})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = self._read_body()
         self.owner.requests.append((self.path, body))
         body = body if isinstance(body, dict) else {}

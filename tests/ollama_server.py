@@ -147,7 +147,7 @@ class _Handler(JSONHandler):
         return True
 
     # -- routes --------------------------------------------------------------
-    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+    def do_GET(self) -> None:  # http.server naming
         self._record(None)
         if self.path in ("/", ""):
             self._send_text(200, "Ollama is running")
@@ -160,7 +160,7 @@ class _Handler(JSONHandler):
         else:
             self._send_json(404, {"error": "404 page not found"})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = self._read_body()
         self._record(body)
         if not self._authorised():

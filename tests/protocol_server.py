@@ -27,7 +27,7 @@ class JSONHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     owner: Any  # the ThreadedServer that runs this handler (set by ThreadedServer.make_handler)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         pass
 
     def _read_body(self) -> Any:

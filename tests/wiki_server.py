@@ -325,7 +325,7 @@ def _make_handler(server: WikiReplayServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(b"0\r\n\r\n")
             self.close_connection = True
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:  # http.server's naming
             url = urlsplit(self.path)
             m = re.fullmatch(r"/([^/]+)/w/api\.php", url.path)
             params = dict(parse_qsl(url.query, keep_blank_values=True))

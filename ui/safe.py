@@ -47,6 +47,6 @@ def guarded(what: str, sentence: str = DRAW_FAILED) -> Iterator[None]:
         show_message(str(e), "warning")
     except DocChatError as e:
         show_message(str(e), "error")
-    except Exception:  # noqa: BLE001 - logged with its traceback; the page shows one sentence
+    except Exception:  # logged with its traceback; the page shows one sentence
         log.exception("Could not draw %s", what)
         show_message(sentence, "error")

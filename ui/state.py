@@ -136,7 +136,7 @@ def runtime() -> Runtime:
         return _runtime(runtime_key(settings), settings)
     except DocChatError as e:
         _stop_with(str(e), e.details)
-    except Exception:  # noqa: BLE001 - logged with its traceback; the page says one sentence
+    except Exception:  # logged with its traceback; the page says one sentence
         log.exception("Could not open the document library")
         _stop_with(STARTUP_FAILED)
 

@@ -33,7 +33,7 @@ def submit_import(ws: Workspace, title: str, lang: str) -> bool:
     except DocChatError as e:  # LimitReached above all
         state.add_notice(str(e))  # shown on the next run: the box reruns the page right after queuing
         return False
-    except Exception:  # noqa: BLE001 - the visitor gets a sentence, the log the traceback
+    except Exception:  # the visitor gets a sentence, the log the traceback
         log.exception("Unexpected failure while queuing the Wikipedia import of %r", title)
         state.add_notice(UNEXPECTED)
         return False
@@ -50,7 +50,7 @@ def _search(ws: Workspace, words: str, lang: str) -> None:
         show_message(str(e), "error")
         if e.details:
             show_details(e.details)
-    except Exception:  # noqa: BLE001 - never a traceback on the page; the log keeps it
+    except Exception:  # never a traceback on the page; the log keeps it
         log.exception("Unexpected failure while searching Wikipedia for %r", words)
         st.session_state.pop(HITS_KEY, None)
         show_message(UNEXPECTED, "error")
@@ -65,7 +65,7 @@ def _check_for_updates(ws: Workspace) -> None:
         if e.details:
             show_details(e.details)
         return
-    except Exception:  # noqa: BLE001 - never a traceback on the page; the log keeps it
+    except Exception:  # never a traceback on the page; the log keeps it
         log.exception("Unexpected failure while queuing the Wikipedia update check")
         show_message(UNEXPECTED, "error")
         return

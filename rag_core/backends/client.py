@@ -36,7 +36,7 @@ def connect(settings: Settings) -> ClientBackend:
     try:
         client = QdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key, timeout=TIMEOUT_S)
         client.get_collections()
-    except Exception as e:  # noqa: BLE001 - any transport error means "unreachable"
+    except Exception as e:  # any transport error means "unreachable"
         raise StoreUnavailable(type(e).__name__) from e
     return ClientBackend(client, settings.collection, serialize=False)
 

@@ -174,7 +174,7 @@ class AnswerStream:
             log.info("Answering failed: %s", e)
             self._finish("", mode, incomplete=True, notice=str(e),
                          extra=_details(unchecked("".join(partial), e.details)))
-        except Exception:  # noqa: BLE001 - logged with its traceback; the user gets one sentence
+        except Exception:  # logged with its traceback; the user gets one sentence
             log.exception("Unexpected failure while answering %r", self.question)
             self._finish("", mode, incomplete=True, notice=NOTICE_UNEXPECTED,
                          extra=_details(unchecked("".join(partial))))
@@ -187,7 +187,7 @@ class AnswerStream:
         try:
             if self.prompt is not None and self._llm is not None and text.strip():
                 return self._conclude(ending(None, stopped=True), text)
-        except Exception:  # noqa: BLE001 - closing must never raise; the text is then not shown (it is unchecked)
+        except Exception:  # closing must never raise; the text is then not shown (it is unchecked)
             log.exception("Checking a stopped answer failed")
         self._finish("", mode, incomplete=True, notice=NOTICE_STOPPED, extra=_details(unchecked(text)),
                      context_passages=len(self.prompt.passages) if self.prompt is not None else 0)

@@ -157,7 +157,7 @@ def read_stream(chat: ChatBackend, prompt: Prompt, answer_tokens: int, partial: 
         fault = e
     except DocChatError:
         raise
-    except Exception as e:  # noqa: BLE001 - transport/model errors become a friendly notice, never a traceback
+    except Exception as e:  # transport/model errors become a friendly notice, never a traceback
         fault = chat.translate(e)
         if chat.is_unexpected(fault):
             log.exception("Unexpected failure while streaming from %s", chat.name)

@@ -126,7 +126,7 @@ def rewrite_question(question: str, history: Sequence[tuple[str, str]], settings
     try:
         reply = chat.model.invoke(chat_messages(REWRITE_SYSTEM_PROMPT, user),
                                   **chat.call_kwargs(num_ctx_for(tokens, settings), REWRITE_MAX_TOKENS, 0.0))
-    except Exception as e:  # noqa: BLE001 - every transport/model failure becomes one friendly LLMError
+    except Exception as e:  # every transport/model failure becomes one friendly LLMError
         raise chat.translate(e) from e
     return _clean_rewrite(strip_thinking(str(reply.content)), question)
 

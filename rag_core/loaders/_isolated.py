@@ -46,7 +46,7 @@ def _child_env() -> dict[str, str]:
 
 def _child_answer(request: bytes) -> tuple:
     """In the child: run the requested loader, return ("ok", result) or what went wrong."""
-    module, name, args, seconds, seconds_left, file_name, progress_fd = pickle.loads(request)  # noqa: S301 - ours
+    module, name, args, seconds, seconds_left, file_name, progress_fd = pickle.loads(request)  # ours
     try:
         func = getattr(importlib.import_module(module), name)
         kwargs: dict[str, Any] = {"deadline": Deadline(seconds, file_name, left=seconds_left)}
@@ -83,7 +83,7 @@ def _relay(fd: int, progress: Progress) -> threading.Thread:
                 if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
                     try:
                         progress(parts[0], int(parts[1]), int(parts[2]))
-                    except Exception:  # noqa: BLE001 - a failing display must not stop the read; the deadline does
+                    except Exception:  # a failing display must not stop the read; the deadline does
                         log.debug("progress callback failed", exc_info=True)
 
     thread = threading.Thread(target=run, name="docchat-reader-progress", daemon=True)
@@ -149,7 +149,7 @@ def run_isolated(func: Callable[..., T], args: tuple, deadline: Deadline, reader
         log.warning("The %s reader of %s stopped without an answer (exit code %s): %s", reader, file_name,
                     proc.returncode, err.decode(errors="replace")[-2000:])
         raise CorruptFile(file_name, f"the {reader} reader stopped while reading it")
-    message = pickle.loads(out)  # noqa: S301 - from our own child process
+    message = pickle.loads(out)  # from our own child process
     if message[0] == "ok":
         return message[1]
     if message[0] == "error":

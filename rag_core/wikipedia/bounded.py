@@ -62,10 +62,6 @@ class Deadline:
     def __exit__(self, *exc: object) -> None:
         self._timer.cancel()
 
-    def remaining(self) -> float:
-        """Seconds left (0 when the time is up)."""
-        return max(0.0, self.end - time.monotonic())
-
     @property
     def passed(self) -> bool:
         """True once the time is up (the timer may not have fired yet)."""

@@ -133,7 +133,7 @@ def import_article(library: Library, settings: Settings, title: str, lang: str =
     except DocChatError as e:
         log.info("Could not import %r from %s.wikipedia: %s", title, code, e)
         return WikiImportResult("failed", shown, code, error=str(e))
-    except Exception:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
+    except Exception:  # the user gets a sentence, the log gets the traceback
         log.exception("Unexpected failure while importing %r from %s.wikipedia", title, code)
         return WikiImportResult("failed", shown, code, error=(
             f"“{shown}”: something unexpected went wrong while importing this article; your library was not "
@@ -214,7 +214,7 @@ def _refresh_one(library: Library, client: WikipediaClient, d: DocumentInfo, now
         return "removed", replace(base, message=str(e))
     except DocChatError as e:
         return "failed", replace(base, message=str(e))
-    except Exception:  # noqa: BLE001 - one article must not stop the others; the old copy is untouched
+    except Exception:  # one article must not stop the others; the old copy is untouched
         log.exception("Unexpected failure while refreshing %s", d.doc_id)
         return "failed", replace(base, message="something unexpected went wrong; the stored copy was kept")
     base = replace(base, new_revision_id=got.revision_id, new_doc_id=res.doc_id,

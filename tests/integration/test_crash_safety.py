@@ -231,12 +231,12 @@ class FailingQdrant(ThreadedServer):
 
     error = "Service internal error: segment files are damaged"
 
-    class handler(JSONHandler):  # noqa: N801 - the ThreadedServer attribute
+    class handler(JSONHandler):  # the ThreadedServer attribute
         def _fail(self) -> None:
             self._read_body()
             self._send_json(500, {"status": {"error": self.owner.error}, "time": 0.0})
 
-        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _fail  # noqa: N815
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _fail
 
 
 def test_server_failures_are_sentences_and_a_full_server_disk_says_so(settings, tmp_path):

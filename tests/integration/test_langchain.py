@@ -69,13 +69,13 @@ def test_docs_example_runs_against_a_library(tmp_path, monkeypatch, capsys, embe
     assert len(blocks) == 2 and "DocChatRetriever" in blocks[0] and "DocChatVectorStore" in blocks[1]
     namespace: dict = {"__name__": "docs_langchain"}
     try:
-        exec(compile(blocks[0], str(DOC), "exec"), namespace)  # noqa: S102 - the documented example, as written
+        exec(compile(blocks[0], str(DOC), "exec"), namespace)  # the documented example, as written
         assert namespace["answer"] == reply and capsys.readouterr().out.strip() == reply
         prompt = recorder.prompts[-1]
         assert "[1] Honey bees: " in prompt and "turn the nectar into honey" in prompt
         assert "What do worker bees make from nectar?" in prompt
 
-        exec(compile(blocks[1], str(DOC), "exec"), namespace)  # noqa: S102
+        exec(compile(blocks[1], str(DOC), "exec"), namespace)
         assert capsys.readouterr().out == "Pump notes - Replace the XQ-7731 impeller seal every 2,000 operating hours.\n"
     finally:
         if "library" in namespace:
@@ -113,7 +113,7 @@ def test_readme_example_runs_against_a_library(tmp_path, monkeypatch, capsys, em
     [block] = python_blocks(section)
     assert len([line for line in block.splitlines() if line.strip()]) <= 12  # a short example, as promised
     try:
-        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102 - the README's example
+        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})  # the README's example
     finally:
         for lib in opened:
             lib.close()

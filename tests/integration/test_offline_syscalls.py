@@ -13,6 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,15 +94,41 @@ def test_ingest_search_and_ask_make_no_outside_connection(tmp_path):
 
 
 APP = textwrap.dedent('''
-    import subprocess, sys, time, urllib.request
+    import os, signal, subprocess, sys, time, urllib.request
     from pathlib import Path
+    import psutil
     from playwright.sync_api import sync_playwright
     root, log, data, port = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
     trace = ["strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", log]
+
+    def group_alive(pgid):
+        # True while a live (not zombie) process of the group remains.
+        for p in psutil.process_iter():
+            try:
+                if os.getpgid(p.pid) == pgid and p.status() != psutil.STATUS_ZOMBIE:
+                    return True
+            except (OSError, psutil.Error):
+                continue  # gone meanwhile
+        return False
+
+    def end_group(pgid, sig, seconds):
+        # Send `sig` to the whole group and wait until none of it is left; False if some is still there.
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return True
+        deadline = time.monotonic() + seconds
+        while group_alive(pgid):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    # Its own process group: terminated, strace detaches and would leave the traced server running.
     app = subprocess.Popen(trace + [sys.executable, "-m", "streamlit", "run", str(root / "app.py"),
                                     "--server.port", port, "--server.address", "127.0.0.1"],
-                           cwd=root, env={**__import__("os").environ, "DOCCHAT_DATA_DIR": data},
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           cwd=root, env={**os.environ, "DOCCHAT_DATA_DIR": data},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         url = f"http://127.0.0.1:{port}"
         for _ in range(600):
@@ -120,8 +147,11 @@ APP = textwrap.dedent('''
             browser.close()
         time.sleep(2)  # idle for a moment: nothing may phone home after the page is drawn either
     finally:
-        app.terminate()
+        if not end_group(app.pid, signal.SIGTERM, 30):
+            end_group(app.pid, signal.SIGKILL, 30)
         app.wait(timeout=30)
+        if not group_alive(app.pid):
+            print("GROUP GONE")
 ''')
 
 
@@ -132,10 +162,30 @@ def test_app_start_and_a_page_load_make_no_outside_connection(tmp_path):
     log = tmp_path / "app-trace.log"
     script = tmp_path / "app.py"
     script.write_text(APP)
-    proc = _in_namespace(f"{sys.executable} {script} {ROOT} {log} {tmp_path / 'data'} 8765", timeout=600)
+    data = tmp_path / "data"
+    try:
+        proc = _in_namespace(f"{sys.executable} {script} {ROOT} {log} {data} 8765", timeout=600)
+    finally:
+        left = _servers_of(data)
+        for p in left:  # never leave a Streamlit server running after the test, whatever happened
+            p.kill()
+    assert left == [], "the traced Streamlit server outlived the test"
     assert "TITLE Chat with your documents" in proc.stdout, (proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "GROUP GONE" in proc.stdout, proc.stdout[-2000:]
     trace = log.read_text()
     assert outside_attempts(trace) == []
+
+
+def _servers_of(data: Path) -> list[psutil.Process]:
+    """The live (not zombie) processes started with DOCCHAT_DATA_DIR=data: the app server and anything it started."""
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE and p.environ().get("DOCCHAT_DATA_DIR") == str(data):
+                found.append(p)
+        except psutil.Error:
+            continue  # gone meanwhile, or not ours to read
+    return found
 
 
 def test_the_check_catches_native_dns_and_outside_connections(tmp_path):

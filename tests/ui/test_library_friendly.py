@@ -133,7 +133,7 @@ def test_counts_of_one_are_singular():
     assert "please wait about 1 second, then ask again" in str(hit.value)
     sentences = [str(hit.value), str(LLMTimeout(1)), str(WikipediaServerError(503, 1)), str(IngestTimedOut("a", 1)),
                  demo_banner(Settings(demo_session_idle_minutes=1)),
-                 usage_line(Usage(1, 1, 0, 1 << 20, 0, 1, 1, 1, 0, 1 << 20), per_file_mb=1)]
+                 usage_line(Usage(1, 1, 0, 1 << 20, 1, 1, 1, 0, 1 << 20), per_file_mb=1)]
     for sentence in sentences:
         assert not ONE_S.search(sentence), sentence
     assert "within 1 second." in sentences[1] and "1 attempt)" in sentences[2]

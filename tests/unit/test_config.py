@@ -1,14 +1,18 @@
 """Settings: defaults, environment variable names, bounds with one-sentence errors, st.secrets precedence, the CLI."""
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pydantic_settings
 import pytest
 
+import rag_core.config as config
 from rag_core.config import (
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_OLLAMA_MODEL,
@@ -46,7 +50,7 @@ SAMPLE = {
 def test_defaults():
     s = Settings()
     assert s == load_settings({})
-    assert s.data_dir == Path("data") and s.qdrant_path == Path("data") / "qdrant"
+    assert s.data_dir == Path("data")
     assert s.embedding_model == DEFAULT_EMBEDDING_MODEL and s.ollama_model == DEFAULT_OLLAMA_MODEL
     assert (s.chunk_tokens, s.top_k, s.min_relevance, s.mode) == (200, 5, 0.25, "local")
     assert s.ollama_host == "http://localhost:11434" and s.qdrant_url is None and s.ollama_api_key is None
@@ -116,6 +120,20 @@ def test_bad_values_raise_one_sentence_naming_the_variable(env, sentence):
 def test_bad_secret_is_named_but_not_shown():
     with pytest.raises(SettingsError, match=r"^OLLAMA_API_KEY=\(hidden\) is not allowed"):
         load_settings({}, {"OLLAMA_API_KEY": ["not", "text"]})
+
+
+def test_settings_use_only_the_public_pydantic_settings_api():
+    """A private hook (a `_method` override, a `pydantic_settings.sources...` import) breaks on upgrade."""
+    for node in ast.walk(ast.parse(inspect.getsource(config))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pydantic_settings"):
+            assert node.module == "pydantic_settings", f"private module {node.module}"
+            assert {a.name for a in node.names} <= set(pydantic_settings.__all__)
+    for cls in vars(config).values():
+        if isinstance(cls, type) and cls.__module__ == config.__name__:
+            bases = [b for b in cls.__mro__[1:] if b.__module__.startswith("pydantic_settings")]
+            overridden = {n for n, v in vars(cls).items() if inspect.isfunction(v) and n.startswith("_")
+                          and not n.startswith("__") and any(hasattr(b, n) for b in bases)}
+            assert not overridden, f"{cls.__name__} overrides private pydantic-settings methods {overridden}"
 
 
 def test_keyword_construction_and_with_overrides_validate():

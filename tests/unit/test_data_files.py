@@ -38,7 +38,7 @@ def _returns_within(fn: Callable[[], Any], seconds: float = 20) -> Any:
     def run() -> None:
         try:
             out.append(fn())
-        except BaseException as e:  # handed to the test's thread
+        except BaseException as e:  # noqa: BLE001 - handed to the test's thread
             out.append(e)
 
     worker = threading.Thread(target=run, daemon=True)
