@@ -65,7 +65,7 @@ def test_a_file_over_its_budget_is_stopped_in_time_and_the_library_left_as_it_wa
         assert result.error == ("“report.txt”: indexing it took longer than 1 second, so it was stopped and your "
                                 "library was left as it was; split it into smaller files and add them one at a time.")
         _one_sentence(result.error, "report.txt")
-        assert took < 1 + 8  # the budget plus the longest single step (one batch of 32 chunks on a loaded machine)
+        assert took < 1 + 8  # the budget plus the longest single step (one batch of 8 chunks on a loaded machine)
         assert _state(library) == before
         # The worker is free again at once.
         library.settings = settings
