@@ -17,10 +17,10 @@ from pathlib import Path
 from .config import Settings
 from .errors import DocChatError, NotARegularFile, SettingsError
 from .loaders import check_size
+from .safe_files import describe_mode, read_up_to
 
 SUPPORTED_SUFFIXES = frozenset({".pdf", ".docx", ".txt", ".md", ".markdown"})
 SYSTEM_FOLDERS = tuple(Path(p) for p in ("/proc", "/sys", "/dev") if os.name == "posix")  # kernel and devices
-_READ_BLOCK = 1024 * 1024
 _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
                | getattr(os, "O_BINARY", 0))
 
@@ -100,21 +100,11 @@ def confined_path(path: str, allowed: tuple[Path, ...]) -> tuple[Path, os.stat_r
     except OSError as e:
         raise FileRefused(f"“{path}” could not be opened ({e.strerror or 'an error'}).") from e
     if not stat.S_ISREG(st.st_mode):
-        raise NotARegularFile(real.name, _what(st.st_mode))
+        raise NotARegularFile(real.name, describe_mode(st.st_mode))
     if real.suffix.lower() not in SUPPORTED_SUFFIXES:
         raise FileRefused(f"“{real.name}” is not a file type DocChat reads; add_document takes PDF, Word (.docx), "
                           "text (.txt) and Markdown (.md) files.")
     return real, st
-
-
-def _what(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
 
 
 def read_confined(path: str, allowed: tuple[Path, ...], settings: Settings) -> tuple[Path, bytes]:
@@ -135,18 +125,10 @@ def _read_checked(fd: int, path: str, real: Path, checked: os.stat_result, setti
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise NotARegularFile(real.name, _what(st.st_mode))
+            raise NotARegularFile(real.name, describe_mode(st.st_mode))
         if (st.st_dev, st.st_ino) != (checked.st_dev, checked.st_ino):
             raise FileRefused(f"“{path}” was replaced while it was being opened, so it was not read; try again.")
         check_size(real.name, st.st_size, settings)
-        limit = settings.max_upload_bytes + 1
-        parts: list[bytes] = []
-        size = 0
-        while size < limit:
-            block = f.read(min(_READ_BLOCK, limit - size))
-            if not block:
-                break
-            parts.append(block)
-            size += len(block)
-    check_size(real.name, size, settings)
-    return b"".join(parts)
+        data = read_up_to(f.fileno(), settings.max_upload_bytes + 1)
+    check_size(real.name, len(data), settings)
+    return data

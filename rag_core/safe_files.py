@@ -36,7 +36,8 @@ class UnsafeFile(OSError):
         self.path, self.reason = str(path), reason
 
 
-def _what(mode: int) -> str:
+def describe_mode(mode: int) -> str:
+    """What a file that is not regular is, in words ("a folder", "a named pipe (FIFO)", "a device", ...)."""
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):
@@ -54,7 +55,7 @@ def _size(n: int) -> str:
 
 def _check_regular(path: Path, mode: int) -> None:
     if not stat.S_ISREG(mode):
-        raise UnsafeFile(path, f"it is {_what(mode)}, not a regular file")
+        raise UnsafeFile(path, f"it is {describe_mode(mode)}, not a regular file")
 
 
 @contextmanager
@@ -69,7 +70,8 @@ def _open_regular(path: Path) -> Iterator[int]:
         os.close(fd)
 
 
-def _read(fd: int, size: int) -> bytes:
+def read_up_to(fd: int, size: int) -> bytes:
+    """At most `size` bytes from `fd`, read in blocks until the end of the file."""
     parts: list[bytes] = []
     got = 0
     while got < size:
@@ -93,7 +95,7 @@ def read_bytes(path: Path, limit: int) -> bytes:
     """The whole of a regular file of at most `limit` bytes (UnsafeFile when not regular or larger, whatever `stat`
     says; FileNotFoundError when missing; other OSErrors as the system reports them)."""
     with _open_regular(path) as fd:
-        data = _read(fd, limit + 1)
+        data = read_up_to(fd, limit + 1)
     if len(data) > limit:
         raise UnsafeFile(path, f"it is larger than {_size(limit)}")
     return data
@@ -102,7 +104,7 @@ def read_bytes(path: Path, limit: int) -> bytes:
 def read_head(path: Path, size: int) -> bytes:
     """The first `size` bytes of a regular file (fewer when it is shorter); UnsafeFile when it is not regular."""
     with _open_regular(path) as fd:
-        return _read(fd, size)
+        return read_up_to(fd, size)
 
 
 def read_json(path: Path, limit: int) -> Any:

@@ -18,6 +18,7 @@ from rag_core.budget import Deadline
 from rag_core.config import Settings
 from rag_core.errors import CorruptFile, EmptyFile, FileTooLarge, NotARegularFile, UnsupportedFileType
 from rag_core.models import Document, Progress, SourceMeta
+from rag_core.safe_files import describe_mode, read_up_to
 
 from ._common import Extracted, doc_id_for
 
@@ -116,20 +117,6 @@ def load_bytes(data: bytes, file_name: str, settings: Settings, deadline: Deadli
     )
 
 
-_READ_BLOCK = 1024 * 1024
-
-
-def _not_regular(mode: int) -> str:
-    """What a non-regular file is, in words ("a folder", "a named pipe (FIFO)", ...)."""
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
 
 
 def read_file(path: str | Path, settings: Settings) -> bytes:
@@ -139,25 +126,17 @@ def read_file(path: str | Path, settings: Settings) -> bytes:
     path = Path(path)
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
-        raise NotARegularFile(path.name, _not_regular(st.st_mode))
+        raise NotARegularFile(path.name, describe_mode(st.st_mode))
     check_size(path.name, st.st_size, settings)  # cheap early refusal; the read below is what enforces it
     # O_NONBLOCK: should the path be swapped for a FIFO after the check, opening it still does not hang.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     with os.fdopen(fd, "rb") as f:
         mode = os.fstat(f.fileno()).st_mode
         if not stat.S_ISREG(mode):
-            raise NotARegularFile(path.name, _not_regular(mode))
-        limit = settings.max_upload_bytes + 1
-        parts: list[bytes] = []
-        size = 0
-        while size < limit:
-            block = f.read(min(_READ_BLOCK, limit - size))
-            if not block:
-                break
-            parts.append(block)
-            size += len(block)
-    check_size(path.name, size, settings)
-    return b"".join(parts)
+            raise NotARegularFile(path.name, describe_mode(mode))
+        data = read_up_to(f.fileno(), settings.max_upload_bytes + 1)
+    check_size(path.name, len(data), settings)
+    return data
 
 
 def load_file(path: str | Path, settings: Settings) -> Document:
