@@ -295,22 +295,15 @@ def test_oversize_read_stops_at_the_limit_whatever_stat_says(tmp_path, monkeypat
         return os.stat_result((st.st_mode, *st[1:6], 0, *st[7:])) if Path(path) == big else st
 
     read = []
-    real_fdopen = os.fdopen
+    real_read = os.read
 
-    def counting_fdopen(fd, *args, **kwargs):
-        f = real_fdopen(fd, *args, **kwargs)
-        real_read = f.read
-
-        def counted(n=-1):
-            block = real_read(n)
-            read.append(len(block))
-            return block
-
-        f.read = counted
-        return f
+    def counted(fd, n):  # every read of the file's bytes (rag_core.safe_files.read_up_to)
+        block = real_read(fd, n)
+        read.append(len(block))
+        return block
 
     monkeypatch.setattr(loaders.os, "stat", lying_stat)
-    monkeypatch.setattr(loaders.os, "fdopen", counting_fdopen)
+    monkeypatch.setattr(os, "read", counted)
     limit = Settings(max_upload_mb=1)
     with pytest.raises(FileTooLarge) as e:
         read_file(big, limit)
