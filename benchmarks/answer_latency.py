@@ -19,12 +19,12 @@ import sys
 import time
 from pathlib import Path
 
-from rag_core import generation as gen
-from rag_core.config import Settings
-from rag_core.embeddings import Embedder
-from rag_core.library import Library
-from rag_core.models import Chunk, SourceMeta
-from rag_core.retrieval import embed_queries, retrieve
+from rag_core.answer import generation as gen
+from rag_core.answer.retrieval import embed_queries, retrieve
+from rag_core.core.config import Settings
+from rag_core.core.models import Chunk, SourceMeta
+from rag_core.service.library import Library
+from rag_core.store.embeddings import Embedder
 from tests.ollama_server import OllamaServer, Reply
 
 ROOT = Path(__file__).resolve().parents[1]

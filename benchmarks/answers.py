@@ -1,19 +1,19 @@
 """Answers without a model: does the quoted answer answer, and does DocChat refuse what the documents can't answer?
 
-Every question goes through the real path (rag_core.generation.answer, use_llm=False) against cached libraries
+Every question goes through the real path (rag_core.answer.generation.answer, use_llm=False) against cached libraries
 ingested through the normal path:
   - XQuAD: the 48 English Wikipedia articles, all 1,190 questions. Split by article (alternate titles in sorted
-    order) into "tune" (where the weights of rag_core.quotes and the thresholds of rag_core.answerability were
+    order) into "tune" (where the weights of rag_core.answer.grounding.quotes and the thresholds of rag_core.answer.grounding.answerability were
     chosen) and "test" (reported, never tuned on).
   - benchmarks/data/unanswerable.jsonl: questions the 48 articles cannot answer (off-topic, near-topic, adversarial),
     split tune/test in the file, asked of the XQuAD library.
   - both again in the words people use (benchmarks/data/paraphrased.jsonl, unanswerable_paraphrased.jsonl: 336
     XQuAD questions and all 252 unanswerable ones reworded; see benchmarks/data/paraphrased.md), reported apart.
   - PubMedQA: 1,000 questions over their 1,000 abstracts (answerable: false refusals only; gold answers are yes/no).
-  - the hosted demo's suggested questions (rag_core.demo.SAMPLE_QUESTIONS) over the shared samples (samples/).
+  - the hosted demo's suggested questions (rag_core.demo.answers.SAMPLE_QUESTIONS) over the shared samples (samples/).
 Reported: gold answer anywhere in the answer, gold in the first quote, refusals per kind, false refusals, the time of
 the answer-choosing steps (quote ranking + evidence check + quoting), replies labelled "closest passages", and a
-refusal curve over the off-topic thresholds (rag_core.answerability.OFF_RELEVANCE / OFF_COSINE), per wording.
+refusal curve over the off-topic thresholds (rag_core.answer.grounding.answerability.OFF_RELEVANCE / OFF_COSINE), per wording.
 The operating point is chosen on the tune split by benchmarks/answer_tuning.py.
 
 Run:  .venv/bin/python -m benchmarks.answers [--limit N] [--pubmedqa-limit N|-1] [--json FILE]   (~9 min on 2 cores)
@@ -30,14 +30,14 @@ import time
 from pathlib import Path
 
 from benchmarks.faithfulness import contains, gold_answers
-from rag_core import answerability
-from rag_core.config import Settings
-from rag_core.demo import SAMPLE_QUESTIONS
-from rag_core.evaluation import DEFAULT_CACHE_DIR, cache_settings, ingest_dataset, load_pubmedqa, load_xquad
-from rag_core.generation import answer
-from rag_core.library import Library
-from rag_core.models import Answer
-from rag_core.samples import SAMPLES_DIR, sample_document, sample_files
+from rag_core.adapters.evaluation import DEFAULT_CACHE_DIR, cache_settings, ingest_dataset, load_pubmedqa, load_xquad
+from rag_core.answer.generation import answer
+from rag_core.answer.grounding import answerability
+from rag_core.core.config import Settings
+from rag_core.core.models import Answer
+from rag_core.demo.answers import SAMPLE_QUESTIONS
+from rag_core.demo.samples import SAMPLES_DIR, sample_document, sample_files
+from rag_core.service.library import Library
 
 ROOT = Path(__file__).resolve().parents[1]
 UNANSWERABLE = ROOT / "benchmarks" / "data" / "unanswerable.jsonl"
@@ -82,7 +82,7 @@ def share(xs) -> float | None:
 
 
 def refused_at(r: dict, min_relevance: float, **thresholds: float) -> bool:
-    """Would this answer be refused with these thresholds (rag_core.answerability's constants, by name), from what
+    """Would this answer be refused with these thresholds (rag_core.answer.grounding.answerability's constants, by name), from what
     the check recorded? Mirrors answerability.check."""
     c = r["check"]
     if r["refused"] and not c:  # refused before the check: nothing in scope, or relevance below the setting

@@ -8,7 +8,7 @@ and cached on first use), and the time is taken from the browser's first request
 enabled (goal: <= 5 s), next to the one-line app's first paint.
 
 Baselines measured in the same run: a one-line Streamlit app's cold start (what Streamlit itself costs), and
-the same question answered in-process through rag_core.generation (what the pipeline costs without the UI).
+the same question answered in-process through rag_core.answer.generation (what the pipeline costs without the UI).
 The LLM is the scripted Ollama-compatible server from tests/ (instant replies), so the figures are DocChat's
 own overhead. Needs Debian's Chromium at /usr/bin/chromium.
 """
@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from rag_core.config import Settings
-from rag_core.library import Library
+from rag_core.core.config import Settings
+from rag_core.service.library import Library
 from tests.e2e.e2e_helpers import MODEL, free_port, start_app, wait_for_health
 from tests.ollama_server import OllamaServer, Reply
 
@@ -87,7 +87,7 @@ def first_visit(browser, start) -> dict:
 def _library_10k(work: Path) -> Path:
     """A copy of the cached 10k-chunk library (benchmarks.answer_latency builds it on first use)."""
     from benchmarks.answer_latency import CACHE, open_library
-    from rag_core.embeddings import Embedder
+    from rag_core.store.embeddings import Embedder
 
     lib, _ = open_library(Embedder(), Settings(data_dir=CACHE, top_k=5))
     lib.close()
@@ -127,9 +127,9 @@ def ask_in_browser(browser, url: str) -> dict:
 
 def ask_in_process(data_dir: Path, ollama_url: str, runs: int) -> list[float]:
     """Milliseconds from start_answer to the first streamed delta, through rag_core alone."""
-    from rag_core.config import Settings
-    from rag_core.generation import start_answer
-    from rag_core.library import Library
+    from rag_core.answer.generation import start_answer
+    from rag_core.core.config import Settings
+    from rag_core.service.library import Library
 
     lib = Library(Settings(data_dir=data_dir, ollama_host=ollama_url, ollama_model=MODEL))
     out = []

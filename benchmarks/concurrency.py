@@ -19,9 +19,9 @@ import threading
 import time
 from pathlib import Path
 
-from rag_core.config import Settings
-from rag_core.library import Library
-from rag_core.sessions import DemoHub, new_session_id
+from rag_core.core.config import Settings
+from rag_core.demo.hub import DemoHub, new_session_id
+from rag_core.service.library import Library
 from tests.ollama_server import OllamaServer, Reply
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,10 +1,10 @@
 """Faithfulness of answers and their citations, for the extractive mode and with a real model (SmolLM2-135M).
 
-Corpus: the 48 XQuAD articles, ingested through the normal path (rag_core.evaluation.ingest_dataset →
+Corpus: the 48 XQuAD articles, ingested through the normal path (rag_core.adapters.evaluation.ingest_dataset →
 Library.ingest_document) into a cached library under benchmarks/.cache/faithfulness/.
 Questions: a seeded sample of XQuAD questions (answerable, with gold answers) and benchmarks/data/unanswerable.jsonl
 (written for this benchmark: their answers are in none of the 48 articles).
-Every answer goes through rag_core.evidence.verify_answer. Reported per mode:
+Every answer goes through rag_core.answer.grounding.evidence.verify_answer. Reported per mode:
   gold        answer contains a gold answer (answerable questions)
   support     shown citations whose passage holds the evidence: of the verified/matched citations backing a sentence
               that states a gold answer, the share whose passage contains that gold answer (baseline: the same share
@@ -30,12 +30,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_core import evidence as ev
-from rag_core.config import Settings
-from rag_core.evaluation import DATASET_FILES, cache_settings, ingest_dataset, load_xquad
-from rag_core.library import Library
-from rag_core.models import Answer
-from rag_core.retrieval import retrieve
+from rag_core.adapters.evaluation import DATASET_FILES, cache_settings, ingest_dataset, load_xquad
+from rag_core.answer.grounding import evidence as ev
+from rag_core.answer.retrieval import retrieve
+from rag_core.core.config import Settings
+from rag_core.core.models import Answer
+from rag_core.service.library import Library
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -219,7 +219,7 @@ def failures(rows: list[Row]) -> list[dict]:
 def run_mode(lib: Library, settings: Settings, items: list[Item], use_llm: bool, compare: bool,
              progress: bool) -> list[Row]:
     """Ask every question in one mode; verify each answer (and, with `compare`, with every method)."""
-    from rag_core.generation import answer as ask
+    from rag_core.answer.generation import answer as ask
 
     rows = []
     for i, item in enumerate(items, 1):

@@ -86,8 +86,8 @@ def main() -> None:
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
-    from rag_core.config import Settings
-    from rag_core.library import Library
+    from rag_core.core.config import Settings
+    from rag_core.service.library import Library
 
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp, OllamaServer() as ollama, sync_playwright() as pw:

@@ -10,11 +10,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from rag_core.chunking import chunk_document
-from rag_core.config import Settings
-from rag_core.embeddings import Embedder
-from rag_core.library import Library
-from rag_core.loaders import load_bytes
+from rag_core.core.config import Settings
+from rag_core.ingest.chunking import chunk_document
+from rag_core.ingest.loaders import load_bytes
+from rag_core.service.library import Library
+from rag_core.store.embeddings import Embedder
 
 ROOT = Path(__file__).resolve().parents[1]
 

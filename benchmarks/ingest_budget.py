@@ -14,9 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from rag_core.config import Settings
-from rag_core.embeddings import Embedder
-from rag_core.library import Library
+from rag_core.core.config import Settings
+from rag_core.service.library import Library
+from rag_core.store.embeddings import Embedder
 
 MB = 1024 * 1024
 

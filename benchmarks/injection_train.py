@@ -1,12 +1,12 @@
-"""Train the instruction classifier (rag_core/injection_model.py) on the tune half of benchmarks/data/injection.jsonl
-plus benchmarks/data/injection_extra.jsonl, and write rag_core/injection_weights.json.
+"""Train the instruction classifier (rag_core/answer/injection/classifier.py) on the tune half of benchmarks/data/injection.jsonl
+plus benchmarks/data/injection_extra.jsonl, and write rag_core/answer/injection/weights.json.
 
 Logistic regression (L2, Newton's method, numpy only) on the bundled all-MiniLM-L6-v2 vector of each passage. The
 regularisation and the threshold are chosen by 5-fold cross-validation within the tune rows: the threshold is the
 lowest that keeps out-of-fold false flags at or under MAX_FALSE_FLAGS of the ordinary tune passages. The test half is
 never read for training; `--evaluate` prints both halves for the rules alone and for rules OR classifier.
 
-Run:  .venv/bin/python -m benchmarks.injection_train              # writes rag_core/injection_weights.json
+Run:  .venv/bin/python -m benchmarks.injection_train              # writes rag_core/answer/injection/weights.json
       .venv/bin/python -m benchmarks.injection_train --evaluate   # figures with the shipped weights
 """
 from __future__ import annotations
@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.injection import DATA, Row, load
-from rag_core import injection, injection_model
-from rag_core.config import DEFAULT_EMBEDDING_MODEL
+from rag_core.answer.injection import classifier as injection_model
+from rag_core.answer.injection import detect as injection
+from rag_core.core.config import DEFAULT_EMBEDDING_MODEL
 
 EXTRA = DATA.with_name("injection_extra.jsonl")
 FOLDS = 5
@@ -86,7 +87,7 @@ def data_hash(rows: list[Row]) -> str:
 
 def embed(texts: list[str]) -> np.ndarray:
     """Vectors from the bundled embedding model (the one ingest uses)."""
-    from rag_core.embeddings import Embedder
+    from rag_core.store.embeddings import Embedder
 
     return Embedder(DEFAULT_EMBEDDING_MODEL).encode(texts).astype(np.float64)
 

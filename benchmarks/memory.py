@@ -59,7 +59,7 @@ def main() -> None:
     ap.add_argument("--library-10k", action="store_true",
                     help="start from a copy of the 10,000-chunk library of benchmarks.answer_latency (built on first use)")
     ap.add_argument("--batch-size", type=int, default=None,
-                    help="override rag_core.embeddings.BATCH_SIZE (texts per model forward pass) to see its effect")
+                    help="override rag_core.store.embeddings.BATCH_SIZE (texts per model forward pass) to see its effect")
     args = ap.parse_args()
     stages: list[dict] = []
     mark = stage_marker(stages)
@@ -68,11 +68,11 @@ def main() -> None:
     t = time.perf_counter()
     import streamlit  # noqa: F401 - the app process has it loaded
 
-    import rag_core.embeddings as embeddings
-    from rag_core import generation
-    from rag_core.config import Settings
-    from rag_core.library import Library
-    from rag_core.sessions import DemoHub, new_session_id
+    import rag_core.store.embeddings as embeddings
+    from rag_core.answer import generation
+    from rag_core.core.config import Settings
+    from rag_core.demo.hub import DemoHub, new_session_id
+    from rag_core.service.library import Library
     from tests.ollama_server import OllamaServer, Reply
     if args.batch_size:
         embeddings.BATCH_SIZE = args.batch_size

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pymupdf
 
-from rag_core.config import Settings
-from rag_core.loaders import load_bytes
+from rag_core.core.config import Settings
+from rag_core.ingest.loaders import load_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "tests" / "fixtures" / "documents"
@@ -145,8 +145,8 @@ def quality(settings: Settings) -> dict:
 
 def retrieval(settings: Settings) -> dict:
     """For each question, the rank (1-based) of the first passage from its scan that holds the answer word."""
-    from rag_core.embeddings import Embedder
-    from rag_core.library import Library
+    from rag_core.service.library import Library
+    from rag_core.store.embeddings import Embedder
 
     table, _ = rasterise((DOCS / TABLE_SOURCE[0]).read_bytes(), [TABLE_SOURCE[1]])
     scans = {BROCHURE: (DOCS / BROCHURE).read_bytes(), BOOK: (DOCS / BOOK).read_bytes(), "eu-table-scan.pdf": table}

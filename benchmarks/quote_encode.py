@@ -1,5 +1,5 @@
 """What the dense re-rank of quotes costs: one batched encode of N real XQuAD sentences under their article's title
-(as rag_core.quotes embeds its shortlist), with the bundled MiniLM, against one short sentence (the model's fixed
+(as rag_core.answer.grounding.quotes embeds its shortlist), with the bundled MiniLM, against one short sentence (the model's fixed
 cost per call). The answer choice of benchmarks/answers.py is mostly this encode.
 
 Run:  .venv/bin/python -m benchmarks.quote_encode [--runs 20]
@@ -11,10 +11,10 @@ import json
 import statistics
 import time
 
-from rag_core.config import Settings
-from rag_core.embeddings import Embedder
-from rag_core.evaluation import DATASET_FILES
-from rag_core.text import sentences
+from rag_core.adapters.evaluation import DATASET_FILES
+from rag_core.core.config import Settings
+from rag_core.core.text import sentences
+from rag_core.store.embeddings import Embedder
 
 
 def main() -> None:

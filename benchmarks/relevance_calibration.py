@@ -5,7 +5,7 @@ Corpora (ingested through the normal path, cached under benchmarks/.cache/):
   pubmedqa  the first 300 PubMedQA abstracts; answerable = their 300 questions
 Unanswerable: OFF_TOPIC (40 everyday questions none of these documents covers) and NEAR_TOPIC (about XQuAD
 subjects but asking facts the articles don't state: no threshold can catch those, the model must say so).
-The relevance score is what rag_core.generation uses: the dense cosine of the best passage in scope.
+The relevance score is what rag_core.answer.generation uses: the dense cosine of the best passage in scope.
 For contrast it also prints the top score of the default fused retrieval (DBSF when the figures in docs/answers.md
 were measured), which is normalised per query and so not comparable across queries.
 
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_core.config import Settings
-from rag_core.embeddings import Embedder
-from rag_core.library import Library
-from rag_core.retrieval import DEFAULT_METHOD, retrieve
+from rag_core.answer.retrieval import DEFAULT_METHOD, retrieve
+from rag_core.core.config import Settings
+from rag_core.service.library import Library
+from rag_core.store.embeddings import Embedder
 
 ROOT = Path(__file__).resolve().parents[1]
 

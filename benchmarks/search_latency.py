@@ -4,7 +4,7 @@
                                                   [--no-optimize] [--json]
 
 Prints {"results": [{"chunks", "method", "filtered", "p50_ms", "p95_ms", "queries"}, ...], "builds": [...]}: one
-row per size, method ("default" = rag_core.retrieval.DEFAULT_METHOD) and filter (filtered = scoped to one owner
+row per size, method ("default" = rag_core.answer.retrieval.DEFAULT_METHOD) and filter (filtered = scoped to one owner
 who holds 1 % of the points: 100 owners, documents of 50 chunks dealt round-robin).
 
 Corpus, synthetic (embedding 100,000 real chunks would take over an hour here):
@@ -15,7 +15,7 @@ Corpus, synthetic (embedding 100,000 real chunks would take over an hour here):
 - queries: real PubMedQA questions, embedded before timing: the times exclude query embedding (~10 ms).
 Stored through the real path (Store.add_chunks, one document at a time, each flushed) into a Qdrant Edge library
 in a temporary folder; then Store.optimize() builds the HNSW index (what opening a library with
->= OPTIMIZE_AT_OPEN unindexed chunks does) unless --no-optimize. Timed: rag_core.retrieval.retrieve_scored - the
+>= OPTIMIZE_AT_OPEN unindexed chunks does) unless --no-optimize. Timed: rag_core.answer.retrieval.retrieve_scored - the
 app's call: passages plus the relevance cosine, one engine request.
 """
 from __future__ import annotations
@@ -31,12 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_core import retrieval
-from rag_core.config import Settings
-from rag_core.embeddings import Embedder
-from rag_core.evaluation import load_pubmedqa
-from rag_core.models import Chunk, SourceMeta
-from rag_core.store import Store, open_store
+from rag_core.adapters.evaluation import load_pubmedqa
+from rag_core.answer import retrieval
+from rag_core.core.config import Settings
+from rag_core.core.models import Chunk, SourceMeta
+from rag_core.store.embeddings import Embedder
+from rag_core.store.vector_store import Store, open_store
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Sentence splitters compared: ours (rag_core.text.sentence_spans) against maintained libraries from PyPI.
+"""Sentence splitters compared: ours (rag_core.core.text.sentence_spans) against maintained libraries from PyPI.
 
 Every splitter is used as a function text -> [(start, end)] of trimmed character offsets (the libraries' spans are
 mapped and trimmed the same way), on one paragraph at a time. Measured on every XQuAD paragraph (240, with the
@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from rag_core.text import Span, sentence_spans, trim_span
+from rag_core.core.text import Span, sentence_spans, trim_span
 
 ROOT = Path(__file__).resolve().parents[1]
 XQUAD = ROOT / "benchmarks" / "data" / "xquad" / "xquad.en.json"

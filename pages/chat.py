@@ -7,11 +7,11 @@ import uuid
 
 import streamlit as st
 
-from rag_core import render
-from rag_core.conversations import Conversation, export_markdown, title_for
-from rag_core.errors import ConversationUnreadable, DocChatError, LimitReached
-from rag_core.live import DRAFT_STOPPED_NOTE, SEARCHING, LiveAnswer
-from rag_core.workspace import Workspace
+from rag_core.core.errors import ConversationUnreadable, DocChatError, LimitReached
+from rag_core.service import render
+from rag_core.service.conversations import Conversation, export_markdown, title_for
+from rag_core.service.live import DRAFT_STOPPED_NOTE, SEARCHING, LiveAnswer
+from rag_core.service.workspace import Workspace
 from ui import state
 from ui.conversation_list import show_past_conversations
 from ui.navigation import require_app_entry

@@ -5,11 +5,11 @@ from collections import Counter
 
 import streamlit as st
 
-from rag_core import render
-from rag_core.errors import DocumentNotFound, LimitReached, SampleReadOnly
-from rag_core.jobs import JobView
-from rag_core.models import DocumentInfo
-from rag_core.text import plural
+from rag_core.core.errors import DocumentNotFound, LimitReached, SampleReadOnly
+from rag_core.core.models import DocumentInfo
+from rag_core.core.text import plural
+from rag_core.service import render
+from rag_core.service.jobs import JobView
 from ui import state
 from ui.navigation import require_app_entry
 from ui.safe import guarded, show_message

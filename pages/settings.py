@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag_core import render
-from rag_core.errors import DocChatError
-from rag_core.llm import OllamaStatus, ollama_status, pull_model
+from rag_core.answer.model_server import OllamaStatus, ollama_status, pull_model
+from rag_core.core.errors import DocChatError
+from rag_core.service import render
 from ui import state as ui_state
 from ui.navigation import require_app_entry
 from ui.safe import guarded, show_message

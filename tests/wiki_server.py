@@ -77,7 +77,7 @@ def load_recordings(folder: Path = FIXTURES) -> list[Recording]:
     for m in _ROW_RE.finditer((folder / "README.md").read_text(encoding="utf-8")):
         url = urlsplit(m.group("url"))
         if not url.path.endswith("/w/api.php"):
-            continue  # REST recordings: not used by rag_core.wikipedia
+            continue  # REST recordings: not used by rag_core.sources.wikipedia
         params = dict(parse_qsl(url.query, keep_blank_values=True))
         ctype = m.group("ctype").replace("(assumed)", "").strip()
         out.append(Recording(m.group("file"), params, (folder / m.group("file")).read_bytes(), int(m.group("status")),

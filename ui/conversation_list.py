@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from rag_core import render
-from rag_core.conversations import Listing
+from rag_core.service import render
+from rag_core.service.conversations import Listing
 from ui.safe import label
 
 PAST_SHOWN = 30  # past conversations listed

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from rag_core import render
-from rag_core.errors import DocChatError, LimitReached
+from rag_core.core.errors import DocChatError, LimitReached
+from rag_core.service import render
 
 log = logging.getLogger(__name__)
 

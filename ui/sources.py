@@ -1,17 +1,17 @@
 """Streamlit rendering of chat turns: the reply, and its sources beside it. Untrusted text is always escaped
-(rag_core.render) before it reaches st.markdown; nothing here uses unsafe_allow_html."""
+(rag_core.service.render) before it reaches st.markdown; nothing here uses unsafe_allow_html."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
 import streamlit as st
 
-from rag_core import render
-from rag_core.evidence import unbacked_sentences
-from rag_core.injection import flagged_citations
-from rag_core.live import DRAFT_NOTE, UNCHECKED_DETAILS, UNCHECKED_NOTE
-from rag_core.models import Answer, Chunk, Citation, Passage
-from rag_core.workspace import Workspace
+from rag_core.answer.grounding.evidence import unbacked_sentences
+from rag_core.answer.injection.detect import flagged_citations
+from rag_core.core.models import Answer, Chunk, Citation, Passage
+from rag_core.service import render
+from rag_core.service.live import DRAFT_NOTE, UNCHECKED_DETAILS, UNCHECKED_NOTE
+from rag_core.service.workspace import Workspace
 from ui.safe import guarded, show_message
 
 __all__ = ["escaped_stream", "show_assistant_turn", "show_citation", "show_details", "show_draft", "show_message",

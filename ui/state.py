@@ -1,6 +1,6 @@
 """Streamlit glue for the pages: settings, the process-wide runtime, this session's workspace, notices.
 
-Nothing here knows demo from local: `rag_core.workspace` decides that. The pages call `workspace()` and show what it
+Nothing here knows demo from local: `rag_core.service.workspace` decides that. The pages call `workspace()` and show what it
 says.
 """
 from __future__ import annotations
@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import streamlit as st
 
-from rag_core import render
-from rag_core.config import Settings, load_settings
-from rag_core.errors import DocChatError, SettingsError
-from rag_core.quotas import client_address
-from rag_core.runtime import runtime_key
-from rag_core.workspace import OVERRIDABLE
+from rag_core.core.config import Settings, load_settings
+from rag_core.core.errors import DocChatError, SettingsError
+from rag_core.demo.quotas import client_address
+from rag_core.service import render
+from rag_core.service.runtime import runtime_key
+from rag_core.service.workspace import OVERRIDABLE
 
 if TYPE_CHECKING:  # imported lazily: loading them takes seconds, and the page paints first
-    from rag_core.embeddings import Embedder
-    from rag_core.runtime import Runtime
-    from rag_core.workspace import Workspace
+    from rag_core.service.runtime import Runtime
+    from rag_core.service.workspace import Workspace
+    from rag_core.store.embeddings import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ def _restore_choices(ws: Workspace) -> bool:
 @st.cache_resource(show_spinner=False)
 def _embedder(model_name: str) -> Embedder:
     """The embedding model, loading on a background thread: the page paints and lists the library meanwhile."""
-    from rag_core.embeddings import Embedder
+    from rag_core.store.embeddings import Embedder
 
     return Embedder(model_name, background=True)
 
@@ -123,7 +123,7 @@ def _release(rt: Runtime) -> None:
                                 "upgrades it to its new search engine: about a second per 1,000 passages)",
                    on_release=_release)
 def _runtime(key: tuple, _settings: Settings) -> Runtime:
-    from rag_core.runtime import Runtime
+    from rag_core.service.runtime import Runtime
 
     return Runtime(_settings, embedder=_embedder(_settings.embedding_model))
 

@@ -8,11 +8,11 @@ import logging
 
 import streamlit as st
 
-from rag_core import render
-from rag_core.errors import DocChatError
-from rag_core.jobs import JobView
-from rag_core.wikipedia import RefreshReport, WikiImportResult
-from rag_core.workspace import Workspace
+from rag_core.core.errors import DocChatError
+from rag_core.service import render
+from rag_core.service.jobs import JobView
+from rag_core.service.workspace import Workspace
+from rag_core.sources.wikipedia import RefreshReport, WikiImportResult
 from ui import state
 from ui.safe import label
 from ui.sources import show_details, show_message

@@ -10,11 +10,11 @@ import pytest
 from ollama_server import OllamaServer, Reply
 
 from benchmarks.answers import DEMO_EXPECTED
-from rag_core import generation as gen
-from rag_core.config import Settings
-from rag_core.demo import SAMPLE_QUESTIONS
-from rag_core.library import Library
-from rag_core.samples import SAMPLES_DIR, sample_document, sample_files
+from rag_core.answer import generation as gen
+from rag_core.core.config import Settings
+from rag_core.demo.answers import SAMPLE_QUESTIONS
+from rag_core.demo.samples import SAMPLES_DIR, sample_document, sample_files
+from rag_core.service.library import Library
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 MODEL = "llama3.2:3b"

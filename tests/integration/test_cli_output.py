@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from rag_core.__main__ import main
-from rag_core.models import Document, Section, SourceMeta
+from rag_core.adapters.cli.main import main
+from rag_core.core.models import Document, Section, SourceMeta
 
 RLO = "\u202e"
-REPLACEMENT = "\ufffd"  # what the terminal shows instead of a control character (rag_core.cli_common)
+REPLACEMENT = "\ufffd"  # what the terminal shows instead of a control character (rag_core.adapters.cli.common)
 CONTROLS = [RLO, "\u2066", "\u200f", "\u061c", "\x1b", "\x07", "\x9b", "\x7f", "\x00"]
 TITLE = f"{RLO}exe.cod \x1b[2J\x07\u2066quarterly\u2069 report"
 HEADING = f"Results\x1b]0;owned\x07 {RLO}gnissecorp"

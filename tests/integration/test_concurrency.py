@@ -2,7 +2,7 @@
 each ingests two different files and asks questions while the others are still ingesting. Real model, real Qdrant
 local mode, real files; Ollama is the scripted server in tests/ollama_server.py (remote mode, with an API key).
 
-How the embedded client is made safe: qdrant-client's local mode is not thread-safe, so rag_core.store.Store makes
+How the embedded client is made safe: qdrant-client's local mode is not thread-safe, so rag_core.store.vector_store.Store makes
 every client call under one RLock (registry writes, upserts, deletes, queries); the slow parts (embedding, chunking,
 loading) run outside that lock, so sessions overlap everywhere except inside Qdrant itself."""
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from ollama_server import OllamaServer, Reply
 
-from rag_core.config import Settings
-from rag_core.library import Library
-from rag_core.sessions import SHARED_OWNER, DemoHub, new_session_id
+from rag_core.core.config import Settings
+from rag_core.demo.hub import SHARED_OWNER, DemoHub, new_session_id
+from rag_core.service.library import Library
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 FILES = ["docx_headings_toc.docx", "docx_paragraphs-and-tables.docx", "docx_table_merged-cells.docx",

@@ -29,8 +29,8 @@ from store_helpers import (
     synthetic_document,
 )
 
-from rag_core.backends import COMPLETE, DELETING, PENDING
-from rag_core.errors import DiskFull, StorageError, StoreUnavailable
+from rag_core.core.errors import DiskFull, StorageError, StoreUnavailable
+from rag_core.store.backends import COMPLETE, DELETING, PENDING
 
 ROOT = Path(__file__).resolve().parents[2]
 OTHER, TARGET = "doc-other", "doc-target"
@@ -42,7 +42,7 @@ def forkserver():
     """Children forked from a server that has imported the storage code once (a run of the kill loop takes ~0.5 s,
     not the ~3 s of importing it again). Only installed packages can be preloaded: the server ignores sys.path."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["rag_core.library", "rag_core.backends.client", "rag_core.backends.edge"])
+    ctx.set_forkserver_preload(["rag_core.service.library", "rag_core.store.backends.client", "rag_core.store.backends.edge"])
     return ctx
 
 

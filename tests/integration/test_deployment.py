@@ -1,5 +1,5 @@
 """The docker-compose stack and the Dockerfile, checked statically (this environment has no Docker engine), and the
-switch between a Qdrant server (QDRANT_URL) and embedded Qdrant Edge in rag_core.backends.open_backend."""
+switch between a Qdrant server (QDRANT_URL) and embedded Qdrant Edge in rag_core.store.backends.open_backend."""
 from __future__ import annotations
 
 import os
@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from deploy.image import instructions
-from rag_core.backends import edge_path, open_backend
-from rag_core.config import DEFAULT_OLLAMA_MODEL, load_settings
-from rag_core.errors import LibraryBusy, StoreUnavailable
+from rag_core.core.config import DEFAULT_OLLAMA_MODEL, load_settings
+from rag_core.core.errors import LibraryBusy, StoreUnavailable
+from rag_core.store.backends import edge_path, open_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"

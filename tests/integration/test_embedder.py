@@ -5,10 +5,10 @@ import time
 
 import pytest
 
-from rag_core.config import Settings
-from rag_core.embeddings import Embedder, model_shape
-from rag_core.errors import DocChatError
-from rag_core.library import Library
+from rag_core.core.config import Settings
+from rag_core.core.errors import DocChatError
+from rag_core.service.library import Library
+from rag_core.store.embeddings import Embedder, model_shape
 
 
 def test_shape_is_read_without_loading_the_model(embedder):

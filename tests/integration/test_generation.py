@@ -18,12 +18,12 @@ from langchain_core.outputs import ChatGenerationChunk
 from ollama_server import OllamaServer, Reply
 from store_helpers import BACKENDS, open_library
 
-from rag_core import generation as gen
-from rag_core.config import Settings
-from rag_core.errors import LLMTimeout, StreamInterrupted
-from rag_core.generation.answer import DETAILS_NO_MODEL
-from rag_core.generation.outcome import DETAILS_LENGTH
-from rag_core.library import Library
+from rag_core.answer import generation as gen
+from rag_core.answer.generation.answer import DETAILS_NO_MODEL
+from rag_core.answer.generation.outcome import DETAILS_LENGTH
+from rag_core.core.config import Settings
+from rag_core.core.errors import LLMTimeout, StreamInterrupted
+from rag_core.service.library import Library
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 FILES = ["docx_headings_toc.docx", "pdf_text_multicolumn_3-pages.pdf", "pdf_text_outline-bookmarks_4-pages.pdf"]
@@ -133,7 +133,7 @@ def test_an_unbacked_sentence_beside_a_backed_one_is_marked_not_withheld(docs_li
 
 def test_invalid_marker_is_counted_logged_and_never_a_source(docs_library, server, llm_settings, caplog):
     server.script(Reply("Flat is better than nested [2]. Sparse is better than dense [9]. Both [1, 9]."))
-    with caplog.at_level(logging.WARNING, logger="rag_core.citations"):
+    with caplog.at_level(logging.WARNING, logger="rag_core.answer.grounding.citations"):
         _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
     assert ans.invalid_markers == 2
     assert sorted(c.n for c in ans.citations) == [1, 2]
@@ -467,7 +467,7 @@ def test_stopping_before_anything_backed_shows_the_closest_quotes_at_once(docs_l
 def test_unexpected_failure_becomes_one_sentence(library, server, llm_settings, caplog):
     assert library.ingest_path(DOCS / "docx_headings_toc.docx").status == "added"
     library.store.backend.close()  # the database goes away under our feet
-    with caplog.at_level(logging.ERROR, logger="rag_core.generation"):
+    with caplog.at_level(logging.ERROR, logger="rag_core.answer.generation"):
         deltas, ans = _run(gen.start_answer(library, ZEN_Q, llm_settings))
     assert deltas == [] and ans.incomplete and ans.notice == gen.NOTICE_UNEXPECTED and ans.text == ""
     assert "Unexpected failure while answering" in caplog.text and "Traceback" in caplog.text
@@ -562,7 +562,7 @@ def test_extractive_offsets_index_the_final_text(docs_library, llm_settings):
 
 # --------------------------------------------------------------------------- CLI
 def test_cli_ask_json_and_streaming(library, server, monkeypatch, capsys):
-    from rag_core.__main__ import main
+    from rag_core.adapters.cli.main import main
 
     assert library.ingest_path(DOCS / "docx_headings_toc.docx").status == "added"
     library.close()  # the CLI opens the folder itself (one Qdrant client per folder)
@@ -654,7 +654,7 @@ def test_a_chat_model_rewrites_follow_ups_and_reports_its_length_limit(docs_libr
 
 
 def test_a_failing_chat_model_falls_back_to_quotes_with_one_sentence(docs_library, server, no_ollama, caplog):
-    with caplog.at_level(logging.ERROR, logger="rag_core.generation"):
+    with caplog.at_level(logging.ERROR, logger="rag_core.answer.generation"):
         _, ans = _run(gen.start_answer(docs_library, ZEN_Q, no_ollama, chat_model=BrokenChatModel(messages=iter([]))))
     assert ans.mode == "extractive" and ans.citations and ans.extra["fault"] == "LLMError"
     assert ans.notice.startswith(gen.MODEL_FAILED.format(name="BrokenChatModel", error="RuntimeError"))

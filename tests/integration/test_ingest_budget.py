@@ -10,13 +10,13 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-import rag_core.store as store_module
-from rag_core.budget import Deadline
-from rag_core.errors import IngestTimedOut
-from rag_core.jobs import IngestQueue
-from rag_core.library import IngestResult
-from rag_core.loaders import load_bytes
-from rag_core.originals import originals_dir
+import rag_core.store.vector_store as store_module
+from rag_core.core.deadline import Deadline
+from rag_core.core.errors import IngestTimedOut
+from rag_core.ingest.loaders import load_bytes
+from rag_core.ingest.originals import originals_dir
+from rag_core.service.jobs import IngestQueue
+from rag_core.service.library import IngestResult
 
 SMALL = b"Bern is the federal city of Switzerland. It lies on the Aare."
 
@@ -158,7 +158,7 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_pdf_reader(tmp_pa
     script.write_text(
         "from pathlib import Path\n"
         f"with open({str(runs)!r}, 'a') as f:\n    f.write('run\\n')\n"
-        "from rag_core.config import Settings\nfrom rag_core.loaders import load_bytes\n"
+        "from rag_core.core.config import Settings\nfrom rag_core.ingest.loaders import load_bytes\n"
         f"doc = load_bytes(Path({str(pdf)!r}).read_bytes(), 'a.pdf', Settings())\n"
         "print(doc.page_count)\n", encoding="utf-8")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,

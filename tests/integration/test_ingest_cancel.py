@@ -13,7 +13,7 @@ from scan_helpers import FACT, OTHER, needs_ocr
 from scan_helpers import library_state as _state
 from scan_helpers import repeated_scan as _scan
 
-from rag_core.jobs import IngestQueue
+from rag_core.service.jobs import IngestQueue
 
 STOPPED = "Adding “{}” was stopped; nothing was added."
 
@@ -66,7 +66,7 @@ def test_a_queued_job_is_stopped_at_once_and_never_runs_its_work():
         return SimpleNamespace(status="added", error=None)
 
     def second(progress):
-        from rag_core.budget import Deadline
+        from rag_core.core.deadline import Deadline
 
         deadline = Deadline(300, "second.txt")
         ran.append(deadline.cancelled())  # run once, already cancelled, to release what it reserved
@@ -108,7 +108,7 @@ def test_a_500_page_scan_that_cannot_finish_in_time_is_refused_before_its_ocr(li
     print(f"500-page scan: {len(data) / 1e3:.0f} kB made in {made:.2f} s; stopped after {took:.2f} s, "
           f"OCR reached page {max(ocr, default=0)} of 500")
     assert result.status == "failed"
-    # Issue 23: refused by the OCR estimate (rag_core.loaders.ocr.Recogniser.check_time), not after the whole limit
+    # Issue 23: refused by the OCR estimate (rag_core.ingest.loaders.ocr.Recogniser.check_time), not after the whole limit
     assert result.error.startswith("“big-scan.pdf”: reading its 500 scanned pages with OCR would take at least ")
     assert took < 5
     assert ocr == [], seen  # no page was spent on it (per-page progress: tests/unit/test_ocr.py)
@@ -117,9 +117,9 @@ def test_a_500_page_scan_that_cannot_finish_in_time_is_refused_before_its_ocr(li
 
 @needs_ocr
 def test_a_demo_visitor_stops_only_their_own_file_and_its_room_is_given_back(library):
-    from rag_core.errors import LimitReached
-    from rag_core.sessions import DemoHub, new_session_id
-    from rag_core.workspace import DemoWorkspace
+    from rag_core.core.errors import LimitReached
+    from rag_core.demo.hub import DemoHub, new_session_id
+    from rag_core.service.workspace import DemoWorkspace
     from tests.integration.test_demo_quotas import demo
 
     hub = DemoHub(library, demo(library.settings.data_dir, demo_max_files_per_session=1))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
-from rag_core import generation as gen
-from rag_core.config import Settings
+from rag_core.answer import generation as gen
+from rag_core.core.config import Settings
 
 HANDBOOK = ("Acme Corp staff handbook.\n\n"
             "The IT desk resets passwords on request and is open from 9 to 5 on weekdays.\n\n"
@@ -62,8 +62,8 @@ def test_an_obeyed_instruction_is_not_shown_as_a_verified_citation(library, tmp_
 
 
 def test_the_export_does_not_call_the_quote_checked(library, tmp_path):
-    from rag_core.conversation_data import Conversation
-    from rag_core.conversations import export_markdown
+    from rag_core.service.conversation_data import Conversation
+    from rag_core.service.conversations import export_markdown
 
     assert library.ingest_bytes(HANDBOOK.encode(), "handbook.txt").status == "added"
     answer, _ = _ask(library, tmp_path)
@@ -75,7 +75,7 @@ def test_the_export_does_not_call_the_quote_checked(library, tmp_path):
 
 
 def test_a_library_added_before_the_check_is_covered_at_answer_time(library, tmp_path, monkeypatch):
-    import rag_core.library as library_module
+    import rag_core.service.library as library_module
 
     monkeypatch.setattr(library_module, "flag_chunks", lambda chunks, hidden=(): list(chunks))  # the old ingest
     assert library.ingest_bytes(HANDBOOK.encode(), "handbook.txt").status == "added"

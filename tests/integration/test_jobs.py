@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_core.errors import WikipediaTimeout
-from rag_core.jobs import IngestQueue, JobView
-from rag_core.library import IngestResult
-from rag_core.originals import delete_original, load_original, original_path, originals_dir, save_original
+from rag_core.core.errors import WikipediaTimeout
+from rag_core.ingest.originals import delete_original, load_original, original_path, originals_dir, save_original
+from rag_core.service.jobs import IngestQueue, JobView
+from rag_core.service.library import IngestResult
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 

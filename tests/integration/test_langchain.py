@@ -11,8 +11,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from rag_core.lc import DocChatRetriever, DocChatVectorStore
-from rag_core.store import chunk_to_document, document_payload, document_to_chunk
+from rag_core.adapters.langchain import DocChatRetriever, DocChatVectorStore
+from rag_core.store.vector_store import chunk_to_document, document_payload, document_to_chunk
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "langchain.md"
 BEES = ("# Honey bees\n\n## Hive life\n\nHoney bees live in colonies ruled by a single queen. Worker bees collect "
@@ -52,8 +52,8 @@ def three(library):
 
 
 def test_docs_example_runs_against_a_library(tmp_path, monkeypatch, capsys, embedder):
-    from rag_core.config import load_settings
-    from rag_core.library import Library
+    from rag_core.core.config import load_settings
+    from rag_core.service.library import Library
 
     monkeypatch.setenv("DOCCHAT_DATA_DIR", str(tmp_path / "data"))
     lib = Library(load_settings(), embedder=embedder)
@@ -88,9 +88,9 @@ def test_docs_example_runs_against_a_library(tmp_path, monkeypatch, capsys, embe
 
 
 def test_readme_example_runs_against_a_library(tmp_path, monkeypatch, capsys, embedder):
-    import rag_core.library
-    from rag_core.config import load_settings
-    from rag_core.library import Library
+    import rag_core.service.library
+    from rag_core.core.config import load_settings
+    from rag_core.service.library import Library
 
     monkeypatch.setenv("DOCCHAT_DATA_DIR", str(tmp_path / "data"))
     lib = Library(load_settings(), embedder=embedder)
@@ -103,7 +103,7 @@ def test_readme_example_runs_against_a_library(tmp_path, monkeypatch, capsys, em
             super().__init__(settings, embedder=embedder)
             opened.append(self)
 
-    monkeypatch.setattr(rag_core.library, "Library", _Library)
+    monkeypatch.setattr(rag_core.service.library, "Library", _Library)
     recorder = PromptRecorder()
     reply = "Worker bees make honey from nectar [1]."
     monkeypatch.setattr("langchain_ollama.ChatOllama",
@@ -224,7 +224,7 @@ def test_store_writes_and_reads_langchain_documents(settings, embedder):
     from langchain_qdrant import QdrantVectorStore, RetrievalMode
     from store_helpers import open_library
 
-    from rag_core.store import DENSE, LEXICAL
+    from rag_core.store.vector_store import DENSE, LEXICAL
 
     library = open_library("server", settings, embedder)
     try:

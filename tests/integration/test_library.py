@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from store_helpers import BACKENDS, open_library
 
-from rag_core.config import Settings
-from rag_core.errors import DocumentNotFound, EmbeddingModelMismatch, LibraryBusy
-from rag_core.library import Library
-from rag_core.loaders import load_bytes
+from rag_core.core.config import Settings
+from rag_core.core.errors import DocumentNotFound, EmbeddingModelMismatch, LibraryBusy
+from rag_core.ingest.loaders import load_bytes
+from rag_core.service.library import Library
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "tests" / "fixtures" / "documents"
@@ -126,7 +126,7 @@ def test_failure_mid_store_rolls_back(library, monkeypatch):
         return real_upsert(points)
 
     monkeypatch.setattr(library.store.backend, "upsert", flaky)
-    monkeypatch.setattr("rag_core.store.UPSERT_BATCH", 8)
+    monkeypatch.setattr("rag_core.store.vector_store.UPSERT_BATCH", 8)
     r = library.ingest_path(DOCS / "pdf_text_outline-bookmarks_4-pages.pdf")
     assert r.status == "failed" and "library was not changed" in r.error
     assert calls["n"] == 2
@@ -140,9 +140,9 @@ def test_crash_mid_ingest_leaves_no_half_document(tmp_path, embedder):
     data_dir = tmp_path / "crash"
     script = textwrap.dedent(f"""
         import os, sys
-        import rag_core.store as store
-        from rag_core.config import Settings
-        from rag_core.library import Library
+        import rag_core.store.vector_store as store
+        from rag_core.core.config import Settings
+        from rag_core.service.library import Library
         store.UPSERT_BATCH = 4
         lib = Library(Settings(data_dir={str(data_dir)!r}))
         real = lib.store.backend.upsert
@@ -193,7 +193,7 @@ def test_embedding_model_mismatch_says_how_to_fix(tmp_path, embedder):
     settings = Settings(data_dir=tmp_path / "m")
     Library(settings, embedder=embedder).close()
 
-    from rag_core.embeddings import Embedder
+    from rag_core.store.embeddings import Embedder
 
     other = Embedder.__new__(Embedder)  # the same real model, recorded under another name
     other.__dict__.update(embedder.__dict__)

@@ -1,4 +1,4 @@
-"""A reply in progress (rag_core.live): stages from the first moment, sources before the first word, Stop at once.
+"""A reply in progress (rag_core.service.live): stages from the first moment, sources before the first word, Stop at once.
 
 Real library, real embedding model, the real ChatOllama talking HTTP to the scripted Ollama-compatible server."""
 from __future__ import annotations
@@ -8,9 +8,9 @@ import time
 import pytest
 from ollama_server import OllamaServer, Reply
 
-from rag_core import generation as gen
-from rag_core.config import Settings
-from rag_core.live import DONE, SEARCHING, WAITING, WRITING, LiveAnswer
+from rag_core.answer import generation as gen
+from rag_core.core.config import Settings
+from rag_core.service.live import DONE, SEARCHING, WAITING, WRITING, LiveAnswer
 
 MODEL = "llama3.2:3b"
 QUESTION = "When does the museum open?"

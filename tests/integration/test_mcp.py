@@ -25,10 +25,10 @@ from mcp.client.stdio import stdio_client
 from wiki_server import FIXTURES as WIKI_FIXTURES  # tests/ is on the path (pytest.ini)
 from wiki_server import WikiReplayServer
 
-from rag_core.config import Settings
-from rag_core.errors import LibraryBusy
-from rag_core.generation import NOTICE_NO_LLM
-from rag_core.library import Library
+from rag_core.answer.generation import NOTICE_NO_LLM
+from rag_core.core.config import Settings
+from rag_core.core.errors import LibraryBusy
+from rag_core.service.library import Library
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "tests" / "fixtures" / "documents"
@@ -301,7 +301,7 @@ def test_streamable_http_on_localhost(filled, tmp_path):
 def test_idle_close_never_fails_a_call_in_flight(filled, embedder):
     """In process (the SDK's in-memory transport): calls spaced just over the idle time race the idle close (a
     close takes ~0.2 s), yet all succeed, and each close really lets go of the embedded library."""
-    from rag_core.mcp_server import LibraryHolder, build_server
+    from rag_core.adapters.mcp.server import LibraryHolder, build_server
 
     settings = Settings(data_dir=filled)
     holder = LibraryHolder(settings, idle_close_s=0.02, embedder=embedder)
@@ -354,8 +354,8 @@ def test_add_document_reads_only_regular_files_inside_the_allowed_folders(embedd
     """An agent steered by an injected document must not pull other files into the library: paths climbing out
     with "..", links leading out, /proc and /dev, pipes, folders and other file kinds are refused with a sentence,
     before anything is opened; the file that is allowed is added."""
-    from rag_core.mcp_files import allowed_dirs
-    from rag_core.mcp_server import LibraryHolder, build_server
+    from rag_core.adapters.mcp.files import allowed_dirs
+    from rag_core.adapters.mcp.server import LibraryHolder, build_server
 
     allowed, outside = tmp_path / "allowed", tmp_path / "outside"
     (allowed / "sub").mkdir(parents=True)
@@ -410,8 +410,8 @@ def test_add_document_reads_only_regular_files_inside_the_allowed_folders(embedd
 def test_add_document_without_allowed_folders_and_system_folders(tmp_path):
     """No --allow-dir: no local file at all, and the sentence says how to allow one. Even with "/" allowed, /proc,
     /sys and /dev stay out. No library is opened for a refused path."""
-    from rag_core.mcp_files import allowed_dirs
-    from rag_core.mcp_server import LibraryHolder, build_server
+    from rag_core.adapters.mcp.files import allowed_dirs
+    from rag_core.adapters.mcp.server import LibraryHolder, build_server
 
     settings = Settings(data_dir=tmp_path / "data")
     holder = LibraryHolder(settings, idle_close_s=0)
@@ -439,7 +439,7 @@ def test_add_document_without_allowed_folders_and_system_folders(tmp_path):
 def test_every_tool_error_is_one_sentence(tmp_path, caplog):
     """Bad arguments and a crash inside a tool: a sentence for the model, no SDK wrapper, no traceback in the log
     and nothing of the crash's own text (it may hold paths or data)."""
-    from rag_core.mcp_server import LibraryHolder, build_server
+    from rag_core.adapters.mcp.server import LibraryHolder, build_server
 
     class Broken(LibraryHolder):
         def use(self):  # type: ignore[override]

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from qdrant_client import QdrantClient
 
-from rag_core import migrate
-from rag_core.backends.edge import EdgeBackend
-from rag_core.config import Settings
-from rag_core.errors import LibraryBusy, LibraryUpgradeFailed
-from rag_core.library import Library
+from rag_core.core.config import Settings
+from rag_core.core.errors import LibraryBusy, LibraryUpgradeFailed
+from rag_core.service.library import Library
+from rag_core.store import migrate
+from rag_core.store.backends.edge import EdgeBackend
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "legacy_library" / "data"
@@ -160,11 +160,11 @@ def test_a_killed_upgrade_leaves_the_old_library_and_is_redone(data_dir, embedde
     script = textwrap.dedent(f"""
         import os, signal
         from types import SimpleNamespace
-        from rag_core import migrate
-        from rag_core.config import Settings
-        from rag_core.embeddings import DEFAULT_EMBEDDING_MODEL
-        from rag_core.library import Library
-        from rag_core.backends.edge import EdgeBackend
+        from rag_core.store import migrate
+        from rag_core.core.config import Settings
+        from rag_core.store.embeddings import DEFAULT_EMBEDDING_MODEL
+        from rag_core.service.library import Library
+        from rag_core.store.backends.edge import EdgeBackend
 
         real, calls = EdgeBackend.upsert, []
         def die(self, points):

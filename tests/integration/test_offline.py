@@ -75,16 +75,16 @@ ATTEMPTS.clear()
 
 # 2. rag_core switches the Hugging Face libraries to offline by itself
 assert "HF_HUB_OFFLINE" not in os.environ and "TRANSFORMERS_OFFLINE" not in os.environ
-import rag_core.embeddings  # noqa: E402
+import rag_core.store.embeddings  # noqa: E402
 out["hf_offline"] = [os.environ.get("HF_HUB_OFFLINE"), os.environ.get("TRANSFORMERS_OFFLINE")]
 
 # 3. the whole pipeline against the scripted Ollama on loopback
 from ollama_server import OllamaServer, Reply  # noqa: E402
-from rag_core import generation  # noqa: E402
-from rag_core.config import Settings  # noqa: E402
-from rag_core.library import Library  # noqa: E402
-from rag_core.retrieval import retrieve  # noqa: E402
-from rag_core.sessions import DemoHub, new_session_id  # noqa: E402
+from rag_core.answer import generation  # noqa: E402
+from rag_core.core.config import Settings  # noqa: E402
+from rag_core.service.library import Library  # noqa: E402
+from rag_core.answer.retrieval import retrieve  # noqa: E402
+from rag_core.demo.hub import DemoHub, new_session_id  # noqa: E402
 
 docs = ROOT / "tests" / "fixtures" / "documents"
 with OllamaServer(models=["llama3.2:3b"]) as srv, tempfile.TemporaryDirectory() as tmp:

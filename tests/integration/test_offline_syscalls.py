@@ -57,10 +57,10 @@ PIPELINE = textwrap.dedent('''
     import sys, tempfile
     from pathlib import Path
     from ollama_server import OllamaServer, Reply
-    from rag_core import generation
-    from rag_core.config import Settings
-    from rag_core.library import Library
-    from rag_core.sessions import DemoHub, new_session_id
+    from rag_core.answer import generation
+    from rag_core.core.config import Settings
+    from rag_core.service.library import Library
+    from rag_core.demo.hub import DemoHub, new_session_id
 
     docs = Path(sys.argv[1]) / "tests" / "fixtures" / "documents"
     with OllamaServer(models=["llama3.2:3b"]) as srv, tempfile.TemporaryDirectory() as tmp:

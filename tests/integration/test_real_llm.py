@@ -1,5 +1,5 @@
 """A real model in the loop: SmolLM2-135M-Instruct behind the Ollama-compatible server in tests/llm_server.py,
-reached by the real ChatOllama / ollama client through rag_core.generation, then checked by rag_core.evidence.
+reached by the real ChatOllama / ollama client through rag_core.answer.generation, then checked by rag_core.answer.grounding.evidence.
 
 Slow (model load ~15-60 s, a few seconds per answer on 2 cores), so the whole module is marked slow; the answer
 length is capped (num_predict 60) to keep it near a minute."""
@@ -12,11 +12,11 @@ import ollama
 import pytest
 from llm_server import MODEL_NAME, LLMServer
 
-from rag_core import evidence as ev
-from rag_core import generation as gen
-from rag_core.config import Settings
-from rag_core.errors import ModelNotPulled
-from rag_core.library import Library
+from rag_core.answer import generation as gen
+from rag_core.answer.grounding import evidence as ev
+from rag_core.core.config import Settings
+from rag_core.core.errors import ModelNotPulled
+from rag_core.service.library import Library
 
 pytestmark = pytest.mark.slow
 

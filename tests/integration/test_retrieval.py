@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 from store_helpers import BACKENDS, open_library
 
-from rag_core import retrieval
-from rag_core.__main__ import main as cli_main
-from rag_core.models import Chunk, Document, Passage, Section, SourceMeta
-from rag_core.retrieval import METHODS, dedupe, merge_chunks, retrieve, retrieve_scored, zscore_fuse
+from rag_core.adapters.cli.main import main as cli_main
+from rag_core.answer import retrieval
+from rag_core.answer.retrieval import METHODS, dedupe, merge_chunks, retrieve, retrieve_scored, zscore_fuse
+from rag_core.core.models import Chunk, Document, Passage, Section, SourceMeta
 
 TOPICS = {
     "bees": ("Honey bees", "Honey bees live in colonies ruled by a single queen. Worker bees collect nectar and pollen "
@@ -35,7 +35,7 @@ def _doc(key: str, text: str | None = None, title: str | None = None) -> Documen
 def topical(request, tmp_path_factory, embedder):
     """One library per backend (shared by the read-only tests of this module) with three short documents on
     unrelated topics."""
-    from rag_core.config import Settings
+    from rag_core.core.config import Settings
 
     lib = open_library(request.param, Settings(data_dir=tmp_path_factory.mktemp("topical")), embedder)
     for key in TOPICS:
@@ -178,9 +178,9 @@ def test_query_without_words_and_unknown_method(topical):
 def test_half_indexed_documents_are_invisible(library):
     """Points of a document still being stored (status "pending", as a crashed ingest leaves them) are filtered out
     inside Qdrant by every method, and the relevance ignores them too."""
-    from rag_core.backends import PENDING, RawPoint
-    from rag_core.chunking import chunk_document
-    from rag_core.store import chunk_to_document, document_payload
+    from rag_core.ingest.chunking import chunk_document
+    from rag_core.store.backends import PENDING, RawPoint
+    from rag_core.store.vector_store import chunk_to_document, document_payload
 
     library.ingest_document(_doc("bees"))
     store = library.store
@@ -300,8 +300,8 @@ def test_eval_rejects_bad_input(tmp_path, capsys):
 
 def test_library_with_old_lexical_vectors_is_re_encoded_on_open(library, backend, settings, embedder):
     """A library written by an earlier lexical encoder gets its sparse vectors rebuilt on open (dense ones kept)."""
-    from rag_core.backends import sparse_vector
-    from rag_core.embeddings import LEXICAL_VERSION
+    from rag_core.store.backends import sparse_vector
+    from rag_core.store.embeddings import LEXICAL_VERSION
 
     pump = library.ingest_document(_doc("pump")).doc_id
     library.ingest_document(_doc("bees"))

@@ -1,4 +1,4 @@
-"""Hosted demo mode (rag_core.sessions): private per-session libraries enforced in rag_core, the shared read-only
+"""Hosted demo mode (rag_core.demo.hub): private per-session libraries enforced in rag_core, the shared read-only
 sample library, limits, idle cleanup and the demo's LLM mode. Real model, real Qdrant local mode, real sample files;
 only Ollama is faked at the wire (tests/ollama_server.py)."""
 from __future__ import annotations
@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from ollama_server import OllamaServer, Reply
 
-from rag_core.config import Settings
-from rag_core.demo import DEMO_NOTICE_LLM_DOWN, demo_banner, llm_mode
-from rag_core.errors import DemoTrouble, DocumentNotFound, LimitReached, SampleReadOnly
-from rag_core.jobs import IngestQueue
-from rag_core.library import Library
-from rag_core.samples import SAMPLES_DIR
-from rag_core.sessions import SHARED_OWNER, DemoHub, check_session_id, new_session_id
+from rag_core.core.config import Settings
+from rag_core.core.errors import DemoTrouble, DocumentNotFound, LimitReached, SampleReadOnly
+from rag_core.demo.answers import DEMO_NOTICE_LLM_DOWN, demo_banner, llm_mode
+from rag_core.demo.hub import SHARED_OWNER, DemoHub, check_session_id, new_session_id
+from rag_core.demo.samples import SAMPLES_DIR
+from rag_core.service.jobs import IngestQueue
+from rag_core.service.library import Library
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 MODEL = "llama3.2:3b"

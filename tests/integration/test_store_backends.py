@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from store_helpers import BACKENDS, open_library, open_store_for
 
-from rag_core.backends import COMPLETE, PENDING, RawPoint, Scope, Search, has_local_mode_library
-from rag_core.chunking import chunk_document
-from rag_core.config import Settings
-from rag_core.errors import LibraryBusy
-from rag_core.models import Chunk, Document, Section, SourceMeta
-from rag_core.retrieval import METHODS, embed_queries, retrieve, retrieve_scored
-from rag_core.store import chunk_to_document, document_payload
+from rag_core.answer.retrieval import METHODS, embed_queries, retrieve, retrieve_scored
+from rag_core.core.config import Settings
+from rag_core.core.errors import LibraryBusy
+from rag_core.core.models import Chunk, Document, Section, SourceMeta
+from rag_core.ingest.chunking import chunk_document
+from rag_core.store.backends import COMPLETE, PENDING, RawPoint, Scope, Search, has_local_mode_library
+from rag_core.store.vector_store import chunk_to_document, document_payload
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = {
@@ -132,7 +132,7 @@ def test_filters_run_inside_the_engine(library):
 
 def test_a_document_is_invisible_until_its_last_chunk_is_stored(library, monkeypatch):
     """A big ingest paused between two batches: its chunks are stored but no search, count or listing shows them."""
-    monkeypatch.setattr("rag_core.store.UPSERT_BATCH", 8)
+    monkeypatch.setattr("rag_core.store.vector_store.UPSERT_BATCH", 8)
     library.ingest_document(_doc("bees"))
     sentences = [f"Entry {i}: the lighthouse keeper logged storm number {i} and the honey bees hid." for i in range(400)]
     big = _doc("log", " ".join(sentences))
@@ -207,8 +207,8 @@ def test_second_open_of_an_embedded_library_is_busy(settings, embedder):
         with pytest.raises(LibraryBusy):
             open_store_for("edge", settings, embedder)
         script = textwrap.dedent(f"""
-            from rag_core.backends.edge import EdgeBackend
-            from rag_core.errors import LibraryBusy
+            from rag_core.store.backends.edge import EdgeBackend
+            from rag_core.core.errors import LibraryBusy
             try:
                 EdgeBackend(__import__("pathlib").Path({str(settings.data_dir / "edge" / settings.collection)!r}))
             except LibraryBusy as e:
@@ -217,7 +217,7 @@ def test_second_open_of_an_embedded_library_is_busy(settings, embedder):
         out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert out.stdout.strip() == "busy BlockingIOError", out.stderr[-2000:]
         # the first store is unharmed by both attempts: it still writes, flushes and reopens
-        from rag_core.library import Library
+        from rag_core.service.library import Library
 
         Library(settings, embedder=embedder, store=store).ingest_document(_doc("pump"))
     finally:

@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 from wiki_server import FIXTURES, WikiReplayServer  # tests/ is on the path (pytest.ini)
 
-from rag_core import wikipedia as W
-from rag_core.__main__ import main
-from rag_core.config import Settings, load_settings
-from rag_core.errors import (
+from rag_core.adapters.cli.main import main
+from rag_core.core.config import Settings, load_settings
+from rag_core.core.errors import (
     WikipediaAPIError,
     WikipediaBadLanguage,
     WikipediaBadResponse,
@@ -32,8 +31,9 @@ from rag_core.errors import (
     WikipediaTimeout,
     WikipediaUnreachable,
 )
-from rag_core.library import Library
-from rag_core.wikipedia.client import _retry_after
+from rag_core.service.library import Library
+from rag_core.sources import wikipedia as W
+from rag_core.sources.wikipedia.client import _retry_after
 
 ROOT = Path(__file__).resolve().parents[2]
 PY_TITLE = "Python (programming language)"
@@ -118,7 +118,7 @@ def snapshot(lib: Library) -> tuple:
 
 
 def stored_chunks(lib: Library, doc_id: str):
-    from rag_core.store import METADATA_KEY, chunk_from_payload
+    from rag_core.store.vector_store import METADATA_KEY, chunk_from_payload
 
     points = [p for batch in lib.store.backend.points(with_vectors=False) for p in batch
               if p.payload[METADATA_KEY]["doc_id"] == doc_id]
@@ -193,7 +193,7 @@ def test_sections_from_the_recorded_extract_are_exact():
     assert "== Further reading ==" in doc.text
     assert W.make_doc_id("en", PY_ID, PY_REV_ADDED) == doc.doc_id
     assert W.make_doc_id("en", PY_ID, PY_REV_ADDED + 1) != doc.doc_id
-    from rag_core.library import scoped_doc_id
+    from rag_core.service.library import scoped_doc_id
 
     assert scoped_doc_id(doc.doc_id, "alice") != doc.doc_id != scoped_doc_id(doc.doc_id, "bob")
 

@@ -14,10 +14,9 @@ import zlib
 import pytest
 from wiki_server import FIXTURES, WikiReplayServer  # tests/ is on the path (pytest.ini)
 
-from rag_core import wikipedia as W
-from rag_core.__main__ import main
-from rag_core.config import Settings
-from rag_core.errors import (
+from rag_core.adapters.cli.main import main
+from rag_core.core.config import Settings
+from rag_core.core.errors import (
     DocChatError,
     WikipediaAPIError,
     WikipediaBadResponse,
@@ -26,7 +25,8 @@ from rag_core.errors import (
     WikipediaServerError,
     WikipediaTooSlow,
 )
-from rag_core.library import Library
+from rag_core.service.library import Library
+from rag_core.sources import wikipedia as W
 
 PY_TITLE = "Python (programming language)"
 PY_ID = 23862

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from rag_core.config import Settings
-from rag_core.errors import LimitReached, SampleReadOnly
-from rag_core.library import Library
-from rag_core.originals import originals_dir
-from rag_core.runtime import Runtime, session_settings
-from rag_core.sessions import SHARED_OWNER, DemoHub
-from rag_core.workspace import DemoWorkspace, LocalWorkspace
+from rag_core.core.config import Settings
+from rag_core.core.errors import LimitReached, SampleReadOnly
+from rag_core.demo.hub import SHARED_OWNER, DemoHub
+from rag_core.ingest.originals import originals_dir
+from rag_core.service.library import Library
+from rag_core.service.runtime import Runtime, session_settings
+from rag_core.service.workspace import DemoWorkspace, LocalWorkspace
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 PDF = DOCS / "pdf_text_4-pages_pdflatex.pdf"
@@ -100,7 +100,7 @@ def test_demo_expiry_and_samples_manage_their_copies(tmp_path, embedder):
 
 
 def test_local_workspace_adds_lists_deletes(library):
-    from rag_core.jobs import IngestQueue
+    from rag_core.service.jobs import IngestQueue
 
     queue = IngestQueue(library)
     try:
@@ -163,7 +163,7 @@ def test_session_settings_apply_only_allowed_overrides():
 
 def test_wikipedia_articles_keep_no_copy_and_delete_cleanly(tmp_path, embedder):
     """A Wikipedia import stores no private file; deleting it (or a PDF beside it) leaves nothing behind."""
-    from rag_core import wikipedia
+    from rag_core.sources import wikipedia
     from tests.integration.test_wikipedia import PY_TITLE, python_body
     from tests.wiki_server import WikiReplayServer
 

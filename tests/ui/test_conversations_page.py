@@ -9,8 +9,8 @@ import re
 from ollama_server import Reply
 from ui_helpers import button, fixture_bytes, new_app, plain, texts
 
-from rag_core import render
-from rag_core.conversations import Conversation, FileConversations
+from rag_core.service import render
+from rag_core.service.conversations import Conversation, FileConversations
 
 PDF = "pdf_text_multicolumn_3-pages.pdf"
 QUESTION = "What is the capital of Belgium?"
@@ -78,7 +78,7 @@ def test_export_is_a_markdown_file_with_numbered_sources(app):
     [download] = [d for d in at.get("download_button") if d.proto.label == "Export as Markdown"]
     assert download.proto.label == "Export as Markdown"
     conv = _saved(app).load(_saved(app).list()[0].id)
-    from rag_core.conversations import export_markdown
+    from rag_core.service.conversations import export_markdown
 
     md = export_markdown(conv)
     assert plain(md).startswith(f"# {QUESTION}") and "**[1]**" in md and "> " in md

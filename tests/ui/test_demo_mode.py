@@ -210,7 +210,7 @@ def test_banner_says_extractive_and_settings_hide_the_server(demo):
 
 
 def test_suggested_questions_are_buttons_that_ask_and_are_answered_from_the_samples(demo):
-    from rag_core.demo import SAMPLE_QUESTIONS
+    from rag_core.demo.answers import SAMPLE_QUESTIONS
 
     fay = new_app()
     assert [b.label for b in fay.button if (b.key or "").startswith("suggestion-")] == list(SAMPLE_QUESTIONS)
@@ -365,7 +365,7 @@ class _Context:
 
 
 def test_visitor_address_trusts_the_proxy_only_when_told():
-    from rag_core.config import Settings
+    from rag_core.core.config import Settings
     from ui import state
 
     direct, proxied = Settings(mode="demo"), Settings(mode="demo", demo_trust_proxy=True)

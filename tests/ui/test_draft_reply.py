@@ -8,9 +8,9 @@ import threading
 
 from ui_helpers import new_app, plain, texts
 
-from rag_core.generation import NOTICE_LEFT_OUT_ONE, NOTICE_STOPPED
-from rag_core.live import DRAFT_NOTE, DRAFT_STOPPED_NOTE, UNCHECKED_NOTE, LiveAnswer
-from rag_core.models import Answer
+from rag_core.answer.generation import NOTICE_LEFT_OUT_ONE, NOTICE_STOPPED
+from rag_core.core.models import Answer
+from rag_core.service.live import DRAFT_NOTE, DRAFT_STOPPED_NOTE, UNCHECKED_NOTE, LiveAnswer
 
 BACKED = "The capital of Belgium is Brussels [1]."
 INVENTED = "Brussels was founded on the Moon in 1842."

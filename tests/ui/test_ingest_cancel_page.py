@@ -7,8 +7,8 @@ import time
 
 from ui_helpers import new_app, plain
 
-from rag_core.budget import Deadline
-from rag_core.library import IngestResult
+from rag_core.core.deadline import Deadline
+from rag_core.service.library import IngestResult
 
 
 def _slow_work(name: str):

@@ -10,8 +10,8 @@ import threading
 import pytest
 from ui_helpers import new_app, plain, texts
 
-from rag_core.errors import FileTooLarge
-from rag_core.library import IngestResult
+from rag_core.core.errors import FileTooLarge
+from rag_core.service.library import IngestResult
 
 WAITING_ICON = ":material/hourglass_top:"
 ONE_S = re.compile(r"\b1 (second|minute|attempt|question|page image|file|document|passage|page)s\b")
@@ -118,10 +118,10 @@ def test_documents_with_the_same_title_show_their_file_names(app):
 
 
 def test_counts_of_one_are_singular():
-    from rag_core.config import Settings
-    from rag_core.demo import demo_banner, usage_line
-    from rag_core.errors import IngestTimedOut, LimitReached, LLMTimeout, WikipediaServerError
-    from rag_core.quotas import Ledger, Usage
+    from rag_core.core.config import Settings
+    from rag_core.core.errors import IngestTimedOut, LimitReached, LLMTimeout, WikipediaServerError
+    from rag_core.demo.answers import demo_banner, usage_line
+    from rag_core.demo.quotas import Ledger, Usage
 
     now = [0.0]
     ledger = Ledger(Settings(demo_questions_per_minute=1), clock=lambda: now[0])

@@ -11,10 +11,10 @@ from ollama_server import Reply
 from streamlit.testing.v1 import AppTest
 from ui_helpers import fixture_bytes, new_app, plain, texts
 
-from rag_core import render
-from rag_core.errors import LimitReached
-from rag_core.generation import NOTICE_UNBACKED_ONE
-from rag_core.workspace import LocalWorkspace
+from rag_core.answer.generation import NOTICE_UNBACKED_ONE
+from rag_core.core.errors import LimitReached
+from rag_core.service import render
+from rag_core.service.workspace import LocalWorkspace
 from ui.safe import DRAW_FAILED
 from ui.sources import PAGE_FAILED, PARTIAL_NOTE, TURN_FAILED
 
@@ -113,12 +113,12 @@ def test_a_turn_that_cannot_be_redrawn_is_one_sentence_and_the_rest_of_the_chat_
 
 
 def test_a_failing_settings_section_leaves_the_rest_of_the_page(app, monkeypatch):
-    import rag_core.llm
+    import rag_core.answer.model_server
 
     def broken(settings):
         raise RuntimeError(SECRET)
 
-    monkeypatch.setattr(rag_core.llm, "ollama_status", broken)
+    monkeypatch.setattr(rag_core.answer.model_server, "ollama_status", broken)
     at = new_app("pages/settings.py")
     assert not at.exception and SECRET not in _page(at)
     assert [plain(e) for e in texts(at.error)] == [DRAW_FAILED]

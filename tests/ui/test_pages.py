@@ -8,8 +8,8 @@ import pytest
 from ollama_server import Reply
 from ui_helpers import fixture_bytes, new_app, plain, texts, wait_for_jobs
 
-from rag_core.library import IngestResult
-from rag_core.originals import original_path
+from rag_core.ingest.originals import original_path
+from rag_core.service.library import IngestResult
 
 PDF = "pdf_text_multicolumn_3-pages.pdf"
 PDF4 = "pdf_text_4-pages_pdflatex.pdf"
@@ -260,7 +260,7 @@ def test_upload_limit_follows_the_setting_and_the_streamlit_config_agrees(app, m
 
     from ui_helpers import ROOT
 
-    from rag_core.config import Settings
+    from rag_core.core.config import Settings
 
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] == Settings().max_upload_mb  # the browser-side cap = the default

@@ -75,7 +75,7 @@ def test_search_failure_is_a_sentence(app, wiki):
 
 @pytest.mark.slow
 def test_check_for_updates_shows_the_buckets(app, wiki):
-    from rag_core import wikipedia
+    from rag_core.sources import wikipedia
 
     wiki.respond({"titles": PY_TITLE}, _python_article(), times=None)
     settings = app.settings.with_overrides(wikipedia_api=wiki.url_template, wikipedia_backoff_s=0.01)
@@ -117,7 +117,7 @@ def test_deeply_nested_json_is_one_sentence_in_the_box(app, wiki):
 def test_an_unexpected_failure_is_one_generic_sentence_and_logged(app, wiki, monkeypatch, caplog):
     """Every Wikipedia failure is translated in rag_core, so the box's last line of defence has no real trigger
     left: a RecursionError is injected where the workspace calls the search."""
-    from rag_core import wikipedia
+    from rag_core.sources import wikipedia
     from ui.wikipedia import UNEXPECTED
 
     def overflow(*args, **kwargs):

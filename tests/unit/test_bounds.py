@@ -14,12 +14,11 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-import rag_core.chunking as chunking
-import rag_core.loaders as loaders
-from rag_core.budget import Deadline
-from rag_core.chunking import MAX_PASSAGES, chunk_document, estimate
-from rag_core.config import Settings
-from rag_core.errors import (
+import rag_core.ingest.chunking as chunking
+import rag_core.ingest.loaders as loaders
+from rag_core.core.config import Settings
+from rag_core.core.deadline import Deadline
+from rag_core.core.errors import (
     DocChatError,
     FileTooLarge,
     IngestTimedOut,
@@ -27,7 +26,8 @@ from rag_core.errors import (
     SettingsError,
     TooManyPassages,
 )
-from rag_core.loaders import load_bytes, load_file, read_file
+from rag_core.ingest.chunking import MAX_PASSAGES, chunk_document, estimate
+from rag_core.ingest.loaders import load_bytes, load_file, read_file
 
 SETTINGS = Settings()
 MB = 1024 * 1024
@@ -297,7 +297,7 @@ def test_oversize_read_stops_at_the_limit_whatever_stat_says(tmp_path, monkeypat
     read = []
     real_read = os.read
 
-    def counted(fd, n):  # every read of the file's bytes (rag_core.safe_files.read_up_to)
+    def counted(fd, n):  # every read of the file's bytes (rag_core.core.safe_files.read_up_to)
         block = real_read(fd, n)
         read.append(len(block))
         return block

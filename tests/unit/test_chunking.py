@@ -1,8 +1,8 @@
 """Chunking: structure first, token budget measured with the model's own tokenizer, exact offsets."""
 from __future__ import annotations
 
-from rag_core.chunking import chunk_document
-from rag_core.models import Document, Section, SourceMeta
+from rag_core.core.models import Document, Section, SourceMeta
+from rag_core.ingest.chunking import chunk_document
 
 SRC = SourceMeta(file_name="t.md", title="T", kind="md", sha256="x")
 

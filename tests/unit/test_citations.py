@@ -5,8 +5,15 @@ import logging
 
 import pytest
 
-from rag_core.citations import citation_json, cited_numbers, find_markers, passage_json, resolve, source_url
-from rag_core.models import Chunk, Citation, Passage, SourceMeta
+from rag_core.answer.grounding.citations import (
+    citation_json,
+    cited_numbers,
+    find_markers,
+    passage_json,
+    resolve,
+    source_url,
+)
+from rag_core.core.models import Chunk, Citation, Passage, SourceMeta
 
 
 def _passage(i: int, url: str | None = None, anchor: str | None = None) -> Passage:
@@ -64,7 +71,7 @@ def test_resolve_maps_numbers_to_passages_in_order_of_first_use():
 
 
 def test_invalid_markers_are_counted_logged_and_removed(caplog):
-    with caplog.at_level(logging.WARNING, logger="rag_core.citations"):
+    with caplog.at_level(logging.WARNING, logger="rag_core.answer.grounding.citations"):
         res = resolve("Fact [9]. Other fact [1, 9]. Zero [0].", PASSAGES)
     assert res.invalid == (9, 9, 0)
     assert [c.n for c in res.citations] == [1]

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from rag_core.__main__ import build_parser
+from rag_core.adapters.cli.main import build_parser
 
 # Every character a terminal would act on instead of showing: bidi overrides, embeddings, isolates and marks, C0
 # (but newline and tab), DEL and C1.
@@ -37,7 +37,7 @@ def test_k_within_bounds_is_accepted():
 
 
 def test_terminal_text_neutralises_every_control_and_bidi_character():
-    from rag_core.cli_common import REPLACEMENT, terminal_text
+    from rag_core.adapters.cli.common import REPLACEMENT, terminal_text
 
     spoof = "\u202eexe.cod"  # shows as "doc.exe" in a terminal
     assert terminal_text(spoof) == REPLACEMENT + "exe.cod"
@@ -53,7 +53,7 @@ def test_terminal_text_neutralises_every_control_and_bidi_character():
 
 
 def test_json_text_escapes_them_but_keeps_the_data():
-    from rag_core.cli_common import json_text
+    from rag_core.adapters.cli.common import json_text
 
     payload = {"title": "".join(HOSTILE) + "\u202eexe.cod", "ok": "Zürich 東京 עברית"}
     text = json_text(payload)
@@ -66,7 +66,7 @@ def test_json_text_escapes_them_but_keeps_the_data():
     (["--allow-writes", "--allow-dir", __file__], "not a folder"),
     (["--allow-writes", "--allow-dir", "/proc"], "system folder")])
 def test_mcp_allow_dir_is_checked_before_serving(extra, words, capsys):
-    from rag_core.__main__ import main
+    from rag_core.adapters.cli.main import main
 
     if extra[-1] == "/proc" and not os.path.isdir("/proc"):
         pytest.skip("no /proc on this platform")
@@ -76,8 +76,8 @@ def test_mcp_allow_dir_is_checked_before_serving(extra, words, capsys):
 
 
 def test_ask_prints_the_checked_answer_when_it_replaced_the_draft():
-    from rag_core.cli_answers import checked_reply
-    from rag_core.models import Answer
+    from rag_core.adapters.cli.answers import checked_reply
+    from rag_core.core.models import Answer
 
     draft = "Brussels is the capital [1]. The moon is made of cheese [1]."
     cut = Answer("Brussels is the capital [1].", "ollama", incomplete=True, extra={"ended": "length"})

@@ -12,8 +12,8 @@ from pathlib import Path
 import pydantic_settings
 import pytest
 
-import rag_core.config as config
-from rag_core.config import (
+import rag_core.core.config as config
+from rag_core.core.config import (
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_OLLAMA_MODEL,
     ENV_VARS,
@@ -23,7 +23,7 @@ from rag_core.config import (
     load_settings,
     settings_markdown,
 )
-from rag_core.errors import DocChatError, SettingsError
+from rag_core.core.errors import DocChatError, SettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
 

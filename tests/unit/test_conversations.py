@@ -12,8 +12,9 @@ from dataclasses import replace
 
 import pytest
 
-from rag_core.config import Settings
-from rag_core.conversations import (
+from rag_core.core.config import Settings
+from rag_core.core.models import Answer, Chunk, Citation, Passage, SentenceCheck, SourceMeta
+from rag_core.service.conversations import (
     MAX_FILE_BYTES,
     Conversation,
     FileConversations,
@@ -23,8 +24,7 @@ from rag_core.conversations import (
     export_markdown,
     title_for,
 )
-from rag_core.models import Answer, Chunk, Citation, Passage, SentenceCheck, SourceMeta
-from rag_core.preferences import FilePreferences, MemoryPreferences
+from rag_core.service.preferences import FilePreferences, MemoryPreferences
 
 
 def _answer() -> Answer:
@@ -77,7 +77,7 @@ def test_conversations_save_list_rename_delete(tmp_path, store_kind) -> None:
 def test_file_conversations_survive_a_new_process(tmp_path) -> None:
     folder = tmp_path / "conversations"
     script = textwrap.dedent(f"""
-        from rag_core.conversations import Conversation, FileConversations
+        from rag_core.service.conversations import Conversation, FileConversations
         c = Conversation(id="0123456789abcdef", title="Kept")
         c.turns.append({{"id": "u", "role": "user", "text": "Still here?"}})
         FileConversations(__import__("pathlib").Path({str(folder)!r})).save(c)

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from rag_core import conversations as conversations_module
-from rag_core.config import Settings
-from rag_core.conversations import Conversation, FileConversations, to_json
-from rag_core.errors import ConversationUnreadable
-from rag_core.originals import load_original, original_path
-from rag_core.preferences import FilePreferences
-from rag_core.safe_files import UnsafeFile, read_bytes, read_head
+from rag_core.core.config import Settings
+from rag_core.core.errors import ConversationUnreadable
+from rag_core.core.safe_files import UnsafeFile, read_bytes, read_head
+from rag_core.ingest.originals import load_original, original_path
+from rag_core.service import conversations as conversations_module
+from rag_core.service.conversations import Conversation, FileConversations, to_json
+from rag_core.service.preferences import FilePreferences
 
 POSIX_ONLY = pytest.mark.skipif(not hasattr(os, "mkfifo") or not Path("/dev/zero").exists(),
                                 reason="FIFOs and /dev/zero exist on POSIX systems only")
@@ -109,8 +109,8 @@ def test_preferences_linked_to_dev_zero_are_ignored_without_reading_them(tmp_pat
     (tmp_path / "preferences.json").symlink_to("/dev/zero")
     out = _in_small_process(f"""
         from pathlib import Path
-        from rag_core.config import Settings
-        from rag_core.preferences import FilePreferences
+        from rag_core.core.config import Settings
+        from rag_core.service.preferences import FilePreferences
         print(FilePreferences(Settings(data_dir=Path({str(tmp_path)!r}))).load())
     """)
     assert out == "{}"
@@ -138,7 +138,7 @@ def test_a_conversation_fifo_or_device_link_is_skipped_and_named(tmp_path) -> No
         store.open("00000000000000f2")
     out = _in_small_process(f"""
         from pathlib import Path
-        from rag_core.conversations import FileConversations
+        from rag_core.service.conversations import FileConversations
         store = FileConversations(Path({str(folder)!r}))
         print(len(store.list()), store.load("00000000000000f2"))
     """)
@@ -251,8 +251,8 @@ def test_a_saved_original_that_is_a_fifo_or_device_link_is_not_read(tmp_path) ->
     assert _returns_within(lambda: load_original(settings, "pipe1")) is None
     out = _in_small_process(f"""
         from pathlib import Path
-        from rag_core.config import Settings
-        from rag_core.originals import load_original
+        from rag_core.core.config import Settings
+        from rag_core.ingest.originals import load_original
         print(load_original(Settings(data_dir=Path({str(tmp_path)!r})), "zero1"))
     """)
     assert out == "None"
@@ -279,8 +279,8 @@ def test_a_saved_original_over_the_upload_limit_is_not_read(tmp_path) -> None:
 ])
 def test_an_answer_with_a_field_of_the_wrong_type_is_refused(path, value) -> None:
     """A hand-edited file cannot slip text where the pages expect a number (a citation number goes into Markdown)."""
-    from rag_core.conversations import answer_from_dict, answer_to_dict
-    from rag_core.models import Answer, Chunk, Citation, Passage, SourceMeta
+    from rag_core.core.models import Answer, Chunk, Citation, Passage, SourceMeta
+    from rag_core.service.conversations import answer_from_dict, answer_to_dict
 
     src = SourceMeta(file_name="a.pdf", title="A", kind="pdf", sha256="a" * 64, revision_id=3)
     p = Passage(Chunk("d1", 0, "Text here.", 0, 10, 1, 1, ("H",), src), 0.5)

@@ -58,7 +58,7 @@ def _port(args: list[str]) -> int:
 def test_the_matcher_follows_dockerignore_rules():
     rules = ignore_rules("*\n!app.py\n!rag_core\n**/__pycache__\n**/*.key\n!keep/**/x.key\n/data\n")
     assert excluded("README.md", rules) and excluded("docs/a.md", rules)
-    assert not excluded("app.py", rules) and not excluded("rag_core/loaders/pdf.py", rules)
+    assert not excluded("app.py", rules) and not excluded("rag_core/ingest/loaders/pdf.py", rules)
     assert excluded("rag_core/__pycache__/x.cpython-311.pyc", rules), "a matching parent folder excludes its files"
     assert excluded("rag_core/deep/er/server.key", rules) and excluded("server.key", rules), "**/ matches zero folders"
     assert excluded("data/edge/x", rules)
@@ -91,7 +91,7 @@ def test_the_context_leaves_out_data_venv_tests_caches_and_secrets(tmp_path, con
              "tests/conftest.py", "benchmarks/.cache/xquad.json", "benchmarks/data/set.jsonl", "docs/deployment.md",
              ".git/config", "rag_core/__pycache__/store.cpython-311.pyc", "samples/make_guide.py", "Makefile",
              "README.md", "id_rsa", "ui/keys/id_rsa.pub"]
-    wanted = ["app.py", "requirements.txt", "rag_core/store.py", "rag_core/loaders/pdf.py", "pages/chat.py",
+    wanted = ["app.py", "requirements.txt", "rag_core/store/vector_store.py", "rag_core/ingest/loaders/pdf.py", "pages/chat.py",
               "ui/state.py", "samples/The Zen of Python.docx", ".streamlit/config.toml"]
     for rel in never + wanted:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -214,8 +214,8 @@ def test_streamlit_cloud_requirements_pin_the_cpu_wheel_and_match_the_rest():
 def test_samples_embedded_at_build_time_are_not_embedded_again_after_the_copy(tmp_path, embedder):
     """The Space embeds the samples into /app/seed at build time and copies them into an empty /data at start: the
     copy must open as a complete library whose samples are all unchanged (nothing embedded again)."""
-    from rag_core.config import load_settings
-    from rag_core.runtime import Runtime
+    from rag_core.core.config import load_settings
+    from rag_core.service.runtime import Runtime
 
     seed, data = tmp_path / "seed", tmp_path / "data"
     built = Runtime(load_settings({"DOCCHAT_MODE": "demo", "DOCCHAT_DATA_DIR": str(seed)}), embedder=embedder)

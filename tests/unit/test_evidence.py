@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_core import evidence as ev
-from rag_core.models import Answer, Chunk, Citation, Passage, SourceMeta
+from rag_core.answer.grounding import evidence as ev
+from rag_core.core.models import Answer, Chunk, Citation, Passage, SourceMeta
 
 BELGIUM = ("The capital of Belgium is Brussels. Brussels is home to the European Commission and the Council of the "
            "European Union. About 1.2 million people live in the Brussels-Capital Region.")

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from rag_core import embeddings
-from rag_core.embeddings import FairLock
+from rag_core.store import embeddings
+from rag_core.store.embeddings import FairLock
 
 WAIT_S = 5.0  # upper bound on any wait for a state: reached only when the test is failing
 

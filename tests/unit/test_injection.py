@@ -1,4 +1,4 @@
-"""Instructions addressed to an AI in document text (rag_core.injection): what is flagged and what is not, the
+"""Instructions addressed to an AI in document text (rag_core.answer.injection.detect): what is flagged and what is not, the
 measured set, the hidden-text cue from the loaders, the payload flag, the prompt's marking and the reply's notice."""
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from rag_core import injection
-from rag_core.backends.layout import chunk_from_payload, chunk_metadata, chunk_to_document, document_payload
-from rag_core.config import Settings
-from rag_core.evidence import FLAGGED, MATCHED, UNSUPPORTED, VERIFIED
-from rag_core.generation.prompt import FLAGGED_ATTRIBUTE, SYSTEM_PROMPT, build_prompt, render_source
-from rag_core.injection import NOTICE_INSTRUCTIONS, detect, flag_chunks, flagged_citations, mark_answer
-from rag_core.models import Answer, Chunk, Citation, Passage, SourceMeta
+from rag_core.answer.generation.prompt import FLAGGED_ATTRIBUTE, SYSTEM_PROMPT, build_prompt, render_source
+from rag_core.answer.grounding.evidence import FLAGGED, MATCHED, UNSUPPORTED, VERIFIED
+from rag_core.answer.injection import detect as injection
+from rag_core.answer.injection.detect import NOTICE_INSTRUCTIONS, detect, flag_chunks, flagged_citations, mark_answer
+from rag_core.core.config import Settings
+from rag_core.core.models import Answer, Chunk, Citation, Passage, SourceMeta
+from rag_core.store.backends.layout import chunk_from_payload, chunk_metadata, chunk_to_document, document_payload
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "injection.jsonl"
 TUNE_ONLY = "written:batch2"  # source of the passages added to the tune half only
@@ -186,7 +186,7 @@ def test_word_hidden_and_white_runs_are_seen_by_the_loader():
     docx = pytest.importorskip("docx")
     from docx.shared import Pt, RGBColor
 
-    from rag_core.loaders import load_bytes
+    from rag_core.ingest.loaders import load_bytes
 
     d = docx.Document()
     p = d.add_paragraph("The garden club meets every Tuesday. ")
@@ -206,7 +206,7 @@ def test_word_hidden_and_white_runs_are_seen_by_the_loader():
 def test_pdf_white_and_tiny_text_is_seen_by_the_loader():
     import pymupdf
 
-    from rag_core.loaders import load_bytes
+    from rag_core.ingest.loaders import load_bytes
 
     pdf = pymupdf.open()
     page = pdf.new_page()
@@ -263,8 +263,8 @@ def test_a_reply_without_flagged_citations_is_unchanged_but_its_passages_are_mar
 
 
 def test_the_export_says_the_source_addresses_an_ai():
-    from rag_core.conversation_data import Conversation
-    from rag_core.conversations import export_markdown
+    from rag_core.service.conversation_data import Conversation
+    from rag_core.service.conversations import export_markdown
 
     conv = Conversation(title="Passwords")
     conv.turns = [{"role": "user", "text": "What is the CEO password?"},

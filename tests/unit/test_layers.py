@@ -68,7 +68,7 @@ def test_ui_files_keep_to_their_layer(path):
 
 
 def test_the_checker_catches_each_kind_of_breach():
-    bad = ("import qdrant_client\nfrom rag_core.sessions import SHARED_OWNER\n"
+    bad = ("import qdrant_client\nfrom rag_core.demo.hub import SHARED_OWNER\n"
            "if settings.mode == 'demo':\n    pass\nfrom streamlit.runtime.pages_manager import PagesManager\n"
            "import sys\nsys.path.insert(0, '.')\n")
     found = check_ui_file(bad)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from rag_core.config import Settings
-from rag_core.errors import (
+from rag_core.core.config import Settings
+from rag_core.core.errors import (
     CorruptFile,
     EmptyFile,
     EncryptedFile,
@@ -24,9 +24,9 @@ from rag_core.errors import (
     NoTextLayer,
     UnsupportedFileType,
 )
-from rag_core.loaders import load_bytes, load_file, sniff_kind
-from rag_core.loaders._pdf_layout import join_lines as _join_lines
-from rag_core.models import Document
+from rag_core.core.models import Document
+from rag_core.ingest.loaders import load_bytes, load_file, sniff_kind
+from rag_core.ingest.loaders._pdf_layout import join_lines as _join_lines
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 SETTINGS = Settings()

@@ -1,4 +1,4 @@
-"""OCR of scanned PDF pages (rag_core.loaders.ocr): only pages without a usable text layer are recognised, with the real
+"""OCR of scanned PDF pages (rag_core.ingest.loaders.ocr): only pages without a usable text layer are recognised, with the real
 Tesseract through PyMuPDF; a scan-only file is refused with a sentence saying how to enable OCR when it is off, not
 installed, or missing the language pack; recognised pages are marked on the document and on every chunk."""
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from rag_core.chunking import chunk_document
-from rag_core.config import Settings
-from rag_core.errors import NoTextLayer, SettingsError
-from rag_core.loaders import load_bytes
-from rag_core.loaders.ocr import detect_language, find_tessdata, installed_languages, page_ranges
-from rag_core.models import Chunk, SourceMeta
+from rag_core.core.config import Settings
+from rag_core.core.errors import NoTextLayer, SettingsError
+from rag_core.core.models import Chunk, SourceMeta
+from rag_core.ingest.chunking import chunk_document
+from rag_core.ingest.loaders import load_bytes
+from rag_core.ingest.loaders.ocr import detect_language, find_tessdata, installed_languages, page_ranges
 
 needs_tesseract = pytest.mark.skipif("eng" not in installed_languages(find_tessdata()),
                                      reason="Tesseract with the English pack is not installed (make ocr)")
@@ -174,7 +174,7 @@ def _raw_line(words: list[tuple[str, float, float]], y: float, size: float = 10.
 
 
 def test_an_ocr_line_across_a_column_gutter_is_cut_there_and_a_speck_in_the_gutter_dropped() -> None:
-    from rag_core.loaders.ocr import split_at_gutters
+    from rag_core.ingest.loaders.ocr import split_at_gutters
 
     block = {"type": 0, "lines": [
         _raw_line([("press", 0, 30), ("PLAY,", 33, 60), ("_", 64, 68), ("find", 74, 95), ("the", 98, 110)], 0),
@@ -199,7 +199,7 @@ def _poster(width: float = 14_400, height: float = 10_000, fontsize: float = 100
 
 
 def test_a_huge_page_is_drawn_for_ocr_within_the_pixel_budget() -> None:
-    from rag_core.loaders.ocr import MAX_OCR_PIXELS, ocr_dpi
+    from rag_core.ingest.loaders.ocr import MAX_OCR_PIXELS, ocr_dpi
 
     a4 = pymupdf.Rect(0, 0, 595, 842)
     assert ocr_dpi(a4, 300) == 300 and ocr_dpi(a4, 600) == 600  # ordinary pages: the resolution set, untouched
@@ -221,8 +221,8 @@ def test_a_scanned_page_of_the_largest_pdf_size_is_read_by_ocr() -> None:
 
 @needs_tesseract
 def test_when_ocr_fails_on_every_scanned_page_the_refusal_says_so(monkeypatch) -> None:
-    from rag_core.budget import Deadline
-    from rag_core.loaders.pdf import read_pdf
+    from rag_core.core.deadline import Deadline
+    from rag_core.ingest.loaders.pdf import read_pdf
 
     def broken(*args, **kwargs):
         raise RuntimeError("code=5: Overly large image")

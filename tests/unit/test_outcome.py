@@ -1,11 +1,9 @@
-"""How an answer ended and what of its text is kept (rag_core.generation.outcome), on hand-made checked answers."""
+"""How an answer ended and what of its text is kept (rag_core.answer.generation.outcome), on hand-made checked answers."""
 from __future__ import annotations
 
 import numpy as np
 
-from rag_core.errors import LLMTimeout, StreamInterrupted
-from rag_core.evidence import MATCHED, NO_CLAIM, UNSUPPORTED, VERIFIED
-from rag_core.generation.outcome import (
+from rag_core.answer.generation.outcome import (
     DETAILS_LENGTH,
     NOTICE_LEFT_OUT_MANY,
     NOTICE_LENGTH,
@@ -16,8 +14,10 @@ from rag_core.generation.outcome import (
     ending,
     keep_backed,
 )
-from rag_core.generation.repetition import Loop, LoopKind
-from rag_core.models import Answer, SentenceCheck
+from rag_core.answer.generation.repetition import Loop, LoopKind
+from rag_core.answer.grounding.evidence import MATCHED, NO_CLAIM, UNSUPPORTED, VERIFIED
+from rag_core.core.errors import LLMTimeout, StreamInterrupted
+from rag_core.core.models import Answer, SentenceCheck
 
 
 def _checked(*parts: tuple[str, str], sep: str = " ") -> Answer:

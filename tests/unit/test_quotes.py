@@ -1,4 +1,4 @@
-"""Question-aware quoting (rag_core.quotes) and the evidence check before answering (rag_core.answerability):
+"""Question-aware quoting (rag_core.answer.grounding.quotes) and the evidence check before answering (rag_core.answer.grounding.answerability):
 question kinds, typed spans, table rows with their header, ranking, key phrases, typos, acronyms and the precise
 refusal sentence."""
 from __future__ import annotations
@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from rag_core import answerability as A
-from rag_core import quotes as Q
-from rag_core.evidence import _verbatim
-from rag_core.models import Chunk, Passage, SourceMeta
+from rag_core.answer.grounding import answerability as A
+from rag_core.answer.grounding import quotes as Q
+from rag_core.answer.grounding.evidence import _verbatim
+from rag_core.core.models import Chunk, Passage, SourceMeta
 
 
 def _passage(text: str, title: str = "Doc", section: str = "") -> Passage:
@@ -208,7 +208,7 @@ def test_a_heading_is_never_a_quote():
 
 
 def test_quotes_after_the_first_carry_the_question_or_are_left_out():
-    from rag_core.generation.extractive import CLOSEST_LABEL, EXTRACTIVE_LABEL, extractive_answer
+    from rag_core.answer.generation.extractive import CLOSEST_LABEL, EXTRACTIVE_LABEL, extractive_answer
 
     p = _passage("The office opens at 8:00 on weekdays. Our team values kindness and good coffee. "
                  "On Saturdays the office opens at 10:00. Parking is free for visitors with a badge.", "Handbook")

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from rag_core import conversations as conversations_module
-from rag_core.config import Settings
-from rag_core.conversations import Conversation, FileConversations
-from rag_core.preferences import FilePreferences
-from rag_core.quotas import Ledger
+from rag_core.core.config import Settings
+from rag_core.demo.quotas import Ledger
+from rag_core.service import conversations as conversations_module
+from rag_core.service.conversations import Conversation, FileConversations
+from rag_core.service.preferences import FilePreferences
 
 WAIT_S = 10.0  # upper bound on any wait for a state: reached only when the test is failing
 
@@ -45,7 +45,7 @@ class _Spied:
 
 @pytest.fixture
 def contended(monkeypatch) -> threading.Event:
-    """Set when a writer waits for a lock of rag_core.conversations (the only place their locks are made)."""
+    """Set when a writer waits for a lock of rag_core.service.conversations (the only place their locks are made)."""
     event = threading.Event()
     spy = types.SimpleNamespace(**{name: getattr(threading, name) for name in dir(threading)
                                    if not name.startswith("__")})

@@ -1,4 +1,4 @@
-"""rag_core.render: untrusted text becomes inert Markdown; quotes are highlighted; PDF pages are drawn with the
+"""rag_core.service.render: untrusted text becomes inert Markdown; quotes are highlighted; PDF pages are drawn with the
 passage marked. Markdown is checked by rendering it with a real CommonMark parser (markdown-it-py)."""
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pymupdf
 import pytest
 from markdown_it import MarkdownIt
 
-from rag_core import render
-from rag_core.citations import citation_json
-from rag_core.evidence import verify_answer
-from rag_core.models import Answer, Chunk, Citation, Passage, SourceMeta
+from rag_core.answer.grounding.citations import citation_json
+from rag_core.answer.grounding.evidence import verify_answer
+from rag_core.core.models import Answer, Chunk, Citation, Passage, SourceMeta
+from rag_core.service import render
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 MD = MarkdownIt("commonmark").enable("table").enable("strikethrough")
@@ -193,7 +193,7 @@ def test_location_labels():
 
 
 def test_an_unsupported_citation_is_shown_without_a_highlighted_sentence(embedder):
-    """The page shows exactly the verdicts rag_core.evidence computed: a citation it found unsupported keeps no
+    """The page shows exactly the verdicts rag_core.answer.grounding.evidence computed: a citation it found unsupported keeps no
     evidence span, so its card highlights nothing (and render has no helper that would make one up)."""
     text = ("Lorem ipsum dolor sit amet, consectetuer elit. Table 1: EU Countries\n"
             "Austria | 8.9 | 83,879 | Vienna | German\n"
@@ -258,7 +258,7 @@ def test_labels_for_people():
 def test_a_huge_page_is_drawn_within_the_pixel_cap():
     import pymupdf
 
-    from rag_core.render import MAX_PAGE_PIXELS, render_pdf_page
+    from rag_core.service.render import MAX_PAGE_PIXELS, render_pdf_page
 
     doc = pymupdf.open()
     page = doc.new_page(width=11000, height=11000)  # MuPDF refuses to draw this at 2x ("Overly large image")
@@ -276,7 +276,7 @@ def test_a_reply_marks_the_sentences_its_citations_do_not_back(embedder):
     passage = Passage(_chunk("The capital of Belgium is Brussels. About 1.2 million people live there."), 1.0)
     answer = verify_answer(Answer(text=text, mode="ollama", citations=(Citation(1, passage),), passages=(passage,),
                                   context_passages=1, question="What is the capital of Belgium?"), embedder)
-    from rag_core.evidence import unbacked_sentences
+    from rag_core.answer.grounding.evidence import unbacked_sentences
 
     spans = [(s.start, s.end) for s in unbacked_sentences(answer)]
     assert [text[s:e] for s, e in spans] == ["Brussels has no mayor and nobody there ever votes [1]."]
@@ -300,7 +300,7 @@ SCANNED_SENTENCE = ("The LinnSequencer is a state-of-the-art composition and per
 
 
 def test_a_passage_on_a_scanned_page_is_found_by_recognising_the_page_again():
-    from rag_core.loaders.ocr import OcrOptions, find_tessdata, installed_languages
+    from rag_core.ingest.loaders.ocr import OcrOptions, find_tessdata, installed_languages
 
     if "eng" not in installed_languages(find_tessdata()):
         pytest.skip("Tesseract with the English pack is not installed (make ocr)")

@@ -1,4 +1,4 @@
-"""The loop detector (rag_core.generation.repetition): a model repeating itself is caught within a few repeats, fed
+"""The loop detector (rag_core.answer.generation.repetition): a model repeating itself is caught within a few repeats, fed
 piece by piece as it streams; ordinary answers, lists of lines of the same shape included, never are."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from rag_core.generation.repetition import (
+from rag_core.answer.generation.repetition import (
     NGRAM_MIN_WORDS,
     SENTENCE_REPEATS,
     Loop,

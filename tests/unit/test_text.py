@@ -1,4 +1,4 @@
-"""rag_core.text: the one sentence splitter (abbreviation-safe, exact offsets), content terms and refusals, and the
+"""rag_core.core.text: the one sentence splitter (abbreviation-safe, exact offsets), content terms and refusals, and the
 modules that use it."""
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from rag_core import text as T
-from rag_core.chunking import chunk_document
-from rag_core.evidence import split_sentences
-from rag_core.generation import quotable_spans
-from rag_core.models import Document, Section, SourceMeta
+from rag_core.answer.generation import quotable_spans
+from rag_core.answer.grounding.evidence import split_sentences
+from rag_core.core import text as T
+from rag_core.core.models import Document, Section, SourceMeta
+from rag_core.ingest.chunking import chunk_document
 
 
 @pytest.mark.parametrize("text, expected", [

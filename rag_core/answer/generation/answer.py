@@ -1,0 +1,396 @@
+"""Question -> grounded Answer: rewrite follow-ups, retrieve, budget the prompt, stream from a chat model (Ollama by
+default) or quote the documents, then check every citation against its passage."""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from rag_core.answer.generation.chat import ChatBackend, backend_for
+from rag_core.answer.generation.extractive import EXTRACTIVE_PASSAGES, extractive_answer, tidy_answer_text
+from rag_core.answer.generation.outcome import (
+    NOTICE_STOPPED,
+    End,
+    Ending,
+    MemoEncoder,
+    ending,
+    evidence_notice,
+    keep_backed,
+    read_stream,
+    unchecked,
+)
+from rag_core.answer.generation.prompt import (
+    NOT_FOUND_REPLY,
+    Prompt,
+    bound_history,
+    build_prompt,
+    heuristic_standalone,
+    looks_like_follow_up,
+    rewrite_question,
+)
+from rag_core.answer.grounding import answerability
+from rag_core.answer.grounding import citations as cites
+from rag_core.answer.grounding.answerability import Verdict
+from rag_core.answer.grounding.evidence import verify_answer
+from rag_core.answer.grounding.quotes import Candidate, quote_text, rank_quotes
+from rag_core.answer.injection.detect import mark_answer
+from rag_core.answer.retrieval import embed_queries, phrase_in_library, retrieve_scored
+from rag_core.core.config import Settings
+from rag_core.core.errors import DocChatError, LLMError
+from rag_core.core.models import Answer, Passage
+from rag_core.core.text import is_refusal
+from rag_core.service.live import CHECKING, SEARCHING, WAITING, WRITING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from langchain_core.language_models import BaseChatModel
+
+    from rag_core.service.library import Library
+    from rag_core.store.embeddings import Embedder
+
+log = logging.getLogger(__name__)
+
+NOTICE_NO_LLM = ("Extractive answer: these are the most relevant sentences quoted from your documents; "
+                 "no language model was used.")
+NOTICE_NO_MODEL = ("Extractive answer: no language model is chosen, so these are the most relevant sentences quoted "
+                   "from your documents. Pick a model in Settings to get written answers.")
+NOTICE_FALLBACK = ("{error} Meanwhile, here are the most relevant sentences quoted from your documents "
+                   "(extractive answer).")
+NOTICE_NOT_RELEVANT = ("None of your documents seems to cover this question, so no answer was made up. "
+                       "Try rephrasing it, widen the document scope, or add a document that covers it.")
+NOTICE_EMPTY = "There are no documents to search yet. Add files on the Library page, then ask again."
+NOTICE_NOT_IN_SOURCES = ("The model found no answer in the retrieved passages, so it did not make one up. "
+                         "Try rephrasing the question, or add a document that covers it.")
+NOTICE_UNEXPECTED = ("Something unexpected went wrong while answering; nothing was changed in your library. "
+                     "Try again, and if it keeps happening, restart DocChat.")
+
+# The technical part of a notice (variable names, commands), kept apart in Answer.extra["details"]: the pages show it
+# in an expandable "Details", the CLI after the sentence.
+DETAILS_NO_MODEL = "Set DOCCHAT_OLLAMA_MODEL (for example llama3.2:3b) to choose the model that writes answers."
+DETAILS_EMPTY = "From a terminal: `docchat ingest FILE…` adds files to the library."
+
+NOTICE_CLOSEST = ("Closest passages — not a direct answer: no sentence of your documents clearly answers this, so "
+                  "these are the passages nearest to your question. Check whether they say what you asked.")
+MODE_LLM = "ollama"  # Answer.mode of an answer written by the chat model (any model: the name predates the choice)
+MODE_EXTRACTIVE = "extractive"
+MODE_NOT_FOUND = "not_found"
+
+
+def _details(text: str | None) -> dict[str, Any]:
+    """The `extra` entry for a notice's technical part (nothing when there is none)."""
+    return {"details": text} if text else {}
+
+
+class AnswerStream:
+    """Iterate to get the answer's text deltas as they stream; `answer` is set when iteration ends.
+
+    `chat_model` is any LangChain chat model; without one, answers come from the ChatOllama of the settings
+    (DOCCHAT_OLLAMA_MODEL), or are extractive when none is configured or `use_llm` is False."""
+
+    def __init__(self, library: Library, question: str, settings: Settings,
+                 history: Iterable[tuple[str, str]] = (), doc_ids: list[str] | None = None,
+                 owners: list[str | None] | None = None, use_llm: bool = True, k: int | None = None,
+                 chat_model: BaseChatModel | None = None) -> None:
+        self.library = library
+        self.question = question
+        self.settings = settings
+        self.history = list(history or ())
+        self.doc_ids = None if doc_ids is None else list(doc_ids)
+        self.owners = None if owners is None else list(owners)
+        self.use_llm = use_llm
+        self.k = k or settings.top_k
+        self.chat_model = chat_model
+        self.answer: Answer | None = None
+        self.passages: list[Passage] = []
+        self.stage = SEARCHING  # what it is doing now, for the page (see rag_core.service.live)
+        self.prompt: Prompt | None = None
+        self.timings: dict[str, float] = {}
+        self._standalone = question
+        self._ranked: list[Candidate] = []  # the quotable sentences of the top passages, best answer first
+        self._direct = True  # False: no quote answers directly; extractive replies are labelled "closest passages"
+        self._dense = False  # True once self._ranked was re-ranked by meaning (rag_core.answer.grounding.quotes SHORTLIST)
+        self.checked: dict[str, Any] = {}  # what the evidence check before answering measured
+        self._llm: tuple[str, np.ndarray, float] | None = None  # the chat model's name, query vector, relevance
+        self._gen: Iterator[str] | None = None
+        self._t0 = time.perf_counter()
+
+    def __iter__(self) -> Iterator[str]:
+        # Always the same generator: st.write_stream calls iter() once to check, then again to loop.
+        if self._gen is None:
+            self._gen = self._run()
+        return self._gen
+
+    def close(self) -> None:
+        """Stop early (closes the HTTP stream); `answer` keeps the partial text, marked incomplete."""
+        if self._gen is not None and hasattr(self._gen, "close"):
+            self._gen.close()
+
+    # -- helpers -------------------------------------------------------------
+    @property
+    def writes_with_llm(self) -> bool:
+        """True when a chat model is to write the answer (a given one, or a configured Ollama model)."""
+        return self.use_llm and (self.chat_model is not None or bool((self.settings.ollama_model or "").strip()))
+
+    def _mark(self, name: str, since: float) -> float:
+        now = time.perf_counter()
+        self.timings[name] = round((now - since) * 1000, 2)
+        return now
+
+    def _finish(self, text: str, mode: str, embedder: Embedder | MemoEncoder | None = None, **kw: Any) -> Answer:
+        self.timings.setdefault("total", round((time.perf_counter() - self._t0) * 1000, 2))
+        extra: dict[str, Any] = {"timings": dict(self.timings)}
+        if self.prompt is not None:
+            extra.update(num_ctx=self.prompt.num_ctx, prompt_tokens=self.prompt.tokens, dropped=self.prompt.dropped)
+        extra.update(kw.pop("extra", {}))
+        if self.checked:
+            extra.setdefault("answerability", dict(self.checked))
+        tidy = tidy_answer_text(text, mode)  # before verification: its offsets must index the final text
+        if tidy != text:
+            extra.setdefault("raw_text", text)
+        answer = Answer(text=tidy, mode=mode, passages=tuple(self.passages), question=self.question,
+                        standalone_question=self._standalone, extra=extra, **kw)
+        if mode != MODE_NOT_FOUND and tidy.strip() and answer.passages:
+            self.stage = CHECKING
+            # Check every [n] against its passage; uncited sentences get a matched source when one backs them.
+            t = time.perf_counter()
+            answer = verify_answer(answer, cast("Embedder", embedder or self.library.embedder))
+            self.timings["verify"] = round((time.perf_counter() - t) * 1000, 2)
+            if mode == MODE_LLM and not answer.incomplete:
+                answer = replace(answer, notice=answer.notice or evidence_notice(answer))
+            answer = mark_answer(answer)  # a cited passage with instructions addressed to an AI: say so
+        self.answer = answer
+        return answer
+
+    # -- the pipeline --------------------------------------------------------
+    def _run(self) -> Iterator[str]:
+        partial: list[str] = []
+        mode = MODE_LLM if self.writes_with_llm else MODE_EXTRACTIVE
+        try:
+            yield from self._pipeline(partial)
+        except DocChatError as e:  # e.g. the library is busy or the vector database is unreachable
+            log.info("Answering failed: %s", e)
+            self._finish("", mode, incomplete=True, notice=str(e),
+                         extra=_details(unchecked("".join(partial), e.details)))
+        except Exception:  # logged with its traceback; the user gets one sentence
+            log.exception("Unexpected failure while answering %r", self.question)
+            self._finish("", mode, incomplete=True, notice=NOTICE_UNEXPECTED,
+                         extra=_details(unchecked("".join(partial))))
+        finally:
+            if self.answer is None:  # the consumer stopped iterating (GeneratorExit): keep what of it is backed
+                self._stopped("".join(partial), mode)
+
+    def _stopped(self, text: str, mode: str) -> None:
+        """The answer of a stream closed early (Stop): the model's text so far, checked like any other ending."""
+        try:
+            if self.prompt is not None and self._llm is not None and text.strip():
+                return self._conclude(ending(None, stopped=True), text)
+        except Exception:  # closing must never raise; the text is then not shown (it is unchecked)
+            log.exception("Checking a stopped answer failed")
+        self._finish("", mode, incomplete=True, notice=NOTICE_STOPPED, extra=_details(unchecked(text)),
+                     context_passages=len(self.prompt.passages) if self.prompt is not None else 0)
+
+    def _pipeline(self, partial: list[str]) -> Iterator[str]:
+        s, lib = self.settings, self.library
+        chat = backend_for(s, self.chat_model) if self.writes_with_llm else None
+        history = bound_history(self.history, s.history_tokens)
+        llm_error: LLMError | None = None
+        t = time.perf_counter()
+        if history and (chat or looks_like_follow_up(self.question)):
+            if chat:
+                try:
+                    self._standalone = rewrite_question(self.question, history, s, chat=chat)
+                except LLMError as e:
+                    log.info("Question rewrite failed (%s); using the heuristic", e)
+                    llm_error = e
+                    self._standalone = heuristic_standalone(self.question, history)
+            else:
+                self._standalone = heuristic_standalone(self.question, history)
+            t = self._mark("rewrite", t)
+        query = self._standalone
+
+        vectors = embed_queries(lib.store, [query])[0]  # embedded once: for the relevance check and retrieval
+        qvec = np.asarray(vectors.dense, dtype=np.float32)
+        t = self._mark("embed_query", t)
+        found = retrieve_scored(lib.store, query, self.k, self.doc_ids, self.owners, vectors=vectors)
+        relevance = found.relevance  # the best chunk's dense cosine, from the same request as the passages
+        self.passages = found.passages
+        t = self._mark("retrieve", t)
+
+        if not self.passages or relevance is None:
+            empty = not lib.documents(self.owners)
+            self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance,
+                         notice=NOTICE_EMPTY if empty else NOTICE_NOT_RELEVANT,
+                         extra=_details(DETAILS_EMPTY if empty else None))
+            yield NOT_FOUND_REPLY
+            return
+        if relevance < s.min_relevance:
+            log.info("Best passage cosine %.3f < %.3f: not in the documents", relevance, s.min_relevance)
+            self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance, notice=NOTICE_NOT_RELEVANT)
+            yield NOT_FOUND_REPLY
+            return
+        # The quotes decide what can be answered. Quoting, the shortlist is re-ranked by meaning (one small encode);
+        # with a model the lexical ranking is enough for the check (names, numbers, words), so the model is asked
+        # without waiting for the embedder a second time (it may be busy adding a file): the checks that need the
+        # sentences' meaning (off topic, closest passages) are for quoted answers, the model's own answer is
+        # checked sentence by sentence afterwards.
+        quoting = chat is None or llm_error is not None
+        self._ranked = rank_quotes(query, self.passages[:EXTRACTIVE_PASSAGES], qvec if quoting else None,
+                                   lib.embedder if quoting else None)
+        self._dense = quoting
+        verdict = self._answerable(query, relevance)
+        t = self._mark("answerability", t)
+        if not verdict.answerable:
+            log.info("Not answerable from the documents (%s): %s", verdict.reason, verdict.missing)
+            self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance,
+                         notice=verdict.notice or NOTICE_NOT_RELEVANT,
+                         extra=_details(verdict.details))
+            yield NOT_FOUND_REPLY
+            return
+        self._direct = verdict.direct
+
+        if chat is None or llm_error is not None:
+            notice = (NOTICE_FALLBACK.format(error=str(llm_error)) if llm_error
+                      else NOTICE_NO_LLM if not self.use_llm else NOTICE_NO_MODEL)
+            details = DETAILS_NO_MODEL if notice == NOTICE_NO_MODEL else None
+            yield from self._extractive(qvec, relevance, notice, llm_error, details)
+            return
+
+        self.prompt = build_prompt(query, self.passages, s)
+        t = self._mark("prompt_build", t)
+        self.stage = WAITING
+        yield from self._stream_llm(chat, qvec, relevance, partial, t)
+
+    def _answerable(self, query: str, relevance: float) -> Verdict:
+        """The evidence check before answering: a number the documents lack refuses; so does a missing name, or
+        evidence far in meaning and words, when nothing retrieved is on topic; weak but on-topic evidence is
+        answered with the closest passages, labelled so. What it measured goes to `self.checked`
+        (Answer.extra["answerability"])."""
+        lib, best = self.library, (self._ranked[0] if self._ranked else None)
+        signals = answerability.Signals(relevance=relevance)
+        if best is not None:
+            passage = self.passages[best.n - 1]
+            quote = quote_text(passage.chunk.text, best)
+            top = self.passages[:EXTRACTIVE_PASSAGES]
+            # a follow-up searched with the question before it: its own words count too
+            wordings = {query, self.question}
+            signals = answerability.Signals(
+                relevance=relevance,
+                cosine=max((c.cosine for c in self._ranked if c.cosine is not None), default=None),
+                support=max(answerability.support(q, quote, passage) for q in wordings),
+                bridged=max(answerability.bridged(q, quote, passage, top) for q in wordings),
+                score=self._best_score(query),
+                asked=max(answerability.asked(q, quote, passage) for q in wordings))
+        verdict = answerability.check(
+            query, self.passages, lambda phrase: phrase_in_library(lib.store, phrase, self.doc_ids, self.owners),
+            signals)
+        self.checked = {"reason": verdict.reason, "missing": list(verdict.missing), "direct": verdict.direct,
+                        "lacking_names": list(verdict.lacking_names),
+                        "lacking_numbers": list(verdict.lacking_numbers), **signals.as_dict()}
+        return verdict
+
+    def _best_score(self, query: str) -> float:
+        """The best quote's score; a follow-up searched together with the question before it is also scored on
+        its own words (the joined question dilutes them)."""
+        best = self._ranked[0].score
+        if self._dense and self.question.strip() != query.strip():  # (with a model: words only, no encode)
+            vec = np.asarray(self.library.embedder.encode([self.question])[0], dtype=np.float32)
+            own = rank_quotes(self.question, self.passages[:EXTRACTIVE_PASSAGES], vec, self.library.embedder)
+            best = max(best, own[0].score if own else 0.0)
+        return best
+
+    def _extractive(self, qvec: np.ndarray, relevance: float, notice: str,
+                    fault: LLMError | None = None, details: str | None = None, extra: dict | None = None,
+                    withheld: bool = False, fast: bool = False, incomplete: bool = False) -> Iterator[str]:
+        """Quote the documents. `fast` (after Stop) keeps the quotes ranked by their words: no encode, no search."""
+        t = time.perf_counter()
+        if not self._dense and not fast:  # ranked for the model's check: re-rank by meaning now that quotes are shown
+            self._ranked = rank_quotes(self._standalone, self.passages[:EXTRACTIVE_PASSAGES], qvec,
+                                       self.library.embedder)
+            self._dense = True
+            self._direct = self._answerable(self._standalone, relevance).direct  # with the quotes' meaning
+        text, citations = extractive_answer(self._standalone, None if fast else qvec, self.passages,
+                                            None if fast else self.library.embedder, ranked=self._ranked or None,
+                                            direct=self._direct)
+        self._mark("extractive", t)
+        extra = {**(extra or {}), **({"fault": type(fault).__name__} if fault else {})}
+        if not self._direct:  # say so first: the person judges the passages, DocChat does not claim an answer
+            extra["closest"] = True
+            notice = (f"{NOTICE_CLOSEST} {notice}" if withheld
+                      else f"{NOTICE_CLOSEST} {fault}" if fault else NOTICE_CLOSEST)
+        self._finish(text, MODE_EXTRACTIVE, citations=citations, relevance=relevance, notice=notice,
+                     incomplete=incomplete,
+                     context_passages=min(EXTRACTIVE_PASSAGES, len(self.passages)),
+                     extra={**extra, **_details(details or (fault.details if fault else None))})
+        yield text
+
+    def _stream_llm(self, chat: ChatBackend, qvec: np.ndarray, relevance: float, partial: list[str],
+                    t: float) -> Iterator[str]:
+        assert self.prompt is not None
+        self._llm = (chat.name, qvec, relevance)
+        got = yield from read_stream(chat, self.prompt, self.settings.answer_tokens, partial, self._first_token)
+        self._mark("llm", t)
+        if got.fault is not None and not partial:  # nothing streamed yet: answer extractively instead
+            yield from self._extractive(qvec, relevance, NOTICE_FALLBACK.format(error=str(got.fault)), got.fault)
+            return
+        raw = "".join(partial)
+        self._conclude(got.ending(self.settings.answer_tokens), raw, got.kept(raw), got.done_reason)
+
+    def _first_token(self) -> None:
+        self._mark("first_token", self._t0)
+        self.stage = WRITING
+
+    def _conclude(self, end: Ending, raw: str, text: str | None = None, done_reason: str | None = None) -> None:
+        """The answer from the model's text, checked against the passages whatever ended it. One that did not finish
+        keeps only the sentences the passages back (the rest goes under details); when nothing is backed, the
+        closest quotes replace it (the model's text goes under details)."""
+        assert self.prompt is not None and self._llm is not None
+        passages, (name, qvec, relevance) = self.prompt.passages, self._llm
+        resolved = cites.resolve(raw if text is None else text, passages)
+        extra: dict[str, Any] = {"raw_text": raw, "done_reason": done_reason, "model": name, "ended": end.end.value}
+        common: dict[str, Any] = dict(relevance=relevance, context_passages=len(passages),
+                                      invalid_markers=len(resolved.invalid))
+        if end.end not in (End.FAILED, End.STOPPED) and not resolved.citations and is_refusal(raw):
+            self._finish(resolved.text, MODE_NOT_FOUND, notice=NOTICE_NOT_IN_SOURCES, extra=extra, **common)
+            return
+        memo = MemoEncoder(self.library.embedder)  # the kept part is checked again without a second encode
+        answer = self._finish(resolved.text, MODE_LLM, citations=resolved.citations, incomplete=end.incomplete,
+                              notice=end.notice, extra={**extra, **_details(end.details)}, embedder=memo, **common)
+        evidence = answer.extra.get("evidence", {})
+        if answer.text.strip() and not evidence.get("supported_claims") and (evidence.get("claims") or end.incomplete):
+            # Nothing the model wrote is backed by a passage: show the closest quotes instead, and say so.
+            log.info("Model answer withheld (%s): none of its %d claims is backed", end.end, evidence.get("claims", 0))
+            self.answer = None
+            notice, details = end.withheld(resolved.text)
+            for _ in self._extractive(qvec, relevance, notice, details=details, withheld=True,
+                                      extra={"withheld_text": resolved.text, "model": name, "ended": end.end.value},
+                                      fast=end.end is End.STOPPED, incomplete=end.incomplete):
+                pass
+            return
+        kept = keep_backed(answer) if end.incomplete else None
+        if kept is None or kept.text == answer.text:
+            return
+        log.info("Kept %d backed claim(s) of an answer that %s; left out %d", kept.backed, end.end, kept.unbacked)
+        notice, details = end.pruned(kept)
+        self._finish(kept.text, MODE_LLM, citations=cites.resolve(kept.text, passages).citations, incomplete=True,
+                     notice=notice, extra={**extra, "left_out": kept.left_out, **_details(details)}, embedder=memo,
+                     **common)
+
+
+def start_answer(library: Library, question: str, settings: Settings, history: Sequence[tuple[str, str]] = (),
+                 doc_ids: list[str] | None = None, owners: list[str | None] | None = None,
+                 use_llm: bool = True, k: int | None = None, chat_model: BaseChatModel | None = None) -> AnswerStream:
+    """Rewrite follow-ups, retrieve, then stream an answer from `chat_model` (default: Ollama per the settings), or
+    an extractive one without a model."""
+    return AnswerStream(library, question, settings, history, doc_ids, owners, use_llm, k, chat_model)
+
+
+def answer(library: Library, question: str, settings: Settings, **kwargs: Any) -> Answer:
+    """Non-streaming convenience: run the whole stream and return the Answer (same arguments as start_answer)."""
+    stream = start_answer(library, question, settings, **kwargs)
+    for _ in stream:
+        pass
+    assert stream.answer is not None
+    return stream.answer

@@ -1,0 +1,149 @@
+"""The chat model that writes answers: any LangChain chat model, with a ChatOllama built from the settings as the
+default, and what differs between the two (per-call options, how a stream ends, which error message to show)."""
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rag_core.answer.model_server import client_kwargs, translate_error
+from rag_core.core.config import Settings
+from rag_core.core.errors import LLMError, OllamaFailed
+
+if TYPE_CHECKING:  # pragma: no cover
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import BaseMessage, BaseMessageChunk
+    from langchain_ollama import ChatOllama
+
+log = logging.getLogger(__name__)
+
+MODEL_FAILED = ("The language model ({name}) reported a problem ({error}). Try again; if it keeps happening, check "
+                "how the model is set up.")
+STOP, LENGTH = "stop", "length"
+_LENGTH_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})  # OpenAI, Anthropic, Google spellings
+
+
+@functools.lru_cache(maxsize=8)
+def _chat_ollama(host: str, model: str, api_key: str | None, timeout: float) -> ChatOllama:
+    """A ChatOllama per connection (building one costs ~40 ms of httpx/SSL setup, so it is reused)."""
+    from langchain_ollama import ChatOllama
+
+    settings = Settings(ollama_host=host, ollama_model=model, ollama_api_key=api_key, llm_timeout_s=timeout)
+    return ChatOllama(model=model, base_url=host, client_kwargs=client_kwargs(settings))
+
+
+def chat_model(settings: Settings, model: str | None = None) -> ChatOllama:
+    """The ChatOllama for these settings (options such as num_ctx are passed per call)."""
+    return _chat_ollama(settings.ollama_host, model or settings.ollama_model, settings.ollama_api_key,
+                        settings.llm_timeout_s)
+
+
+def chat_messages(system: str, user: str) -> list[BaseMessage]:
+    """A system and a user message, as every LangChain chat model takes them."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    return [SystemMessage(content=system), HumanMessage(content=user)]
+
+
+@dataclass(frozen=True)
+class ChatBackend:
+    """A LangChain chat model and how to talk to it.
+
+    The default ChatOllama gets num_ctx/num_predict/temperature with every call, must end its stream with Ollama's
+    "done" line, and has its faults explained with Ollama advice (rag_core.answer.model_server.translate_error). Any other chat
+    model is called as configured, and its faults become one generic sentence."""
+
+    model: BaseChatModel
+    name: str  # for messages and logs
+    settings: Settings
+    ollama: bool = False
+
+    def call_kwargs(self, num_ctx: int, num_predict: int, temperature: float | None = None) -> dict[str, Any]:
+        """Keyword arguments for model.invoke/stream: Ollama's options, nothing for other models."""
+        if not self.ollama:
+            return {}
+        return {"options": {"num_ctx": num_ctx, "num_predict": num_predict,
+                            "temperature": self.settings.temperature if temperature is None else temperature}}
+
+    def end_reason(self, chunk: BaseMessageChunk) -> str | None:
+        """Why the stream ended, when `chunk` says so ("stop", "length"), else None."""
+        meta = getattr(chunk, "response_metadata", None) or {}
+        if self.ollama:
+            return (meta.get("done_reason") or STOP) if meta.get("done") else None
+        reason = meta.get("finish_reason") or meta.get("stop_reason")
+        return None if not reason else LENGTH if reason in _LENGTH_REASONS else STOP
+
+    @property
+    def requires_end(self) -> bool:
+        """True when a stream that stops without an end reason was cut off (Ollama always sends one)."""
+        return self.ollama
+
+    def translate(self, exc: BaseException) -> LLMError:
+        """The user-facing LLMError for a fault of this model."""
+        if self.ollama or isinstance(exc, LLMError):
+            return translate_error(exc, self.settings, self.name)
+        return LLMError(MODEL_FAILED.format(name=self.name, error=type(exc).__name__))
+
+    def is_unexpected(self, fault: LLMError) -> bool:
+        """True for faults worth a traceback in the log (not a timeout, a refusal or a missing server)."""
+        return isinstance(fault, OllamaFailed) or not self.ollama
+
+
+def model_name(model: BaseChatModel) -> str:
+    """A chat model's model name ("gpt-4o-mini"), or its class name."""
+    for attr in ("model_name", "model", "model_id"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__
+
+
+def backend_for(settings: Settings, model: BaseChatModel | None = None, name: str | None = None) -> ChatBackend:
+    """The backend for `model`, or for the ChatOllama of the settings (model `name`, default DOCCHAT_OLLAMA_MODEL)."""
+    if model is not None:
+        return ChatBackend(model, name or model_name(model), settings)
+    name = (name or settings.ollama_model or "").strip()
+    return ChatBackend(chat_model(settings, name), name, settings, ollama=True)
+
+
+def strip_thinking(text: str) -> str:
+    """The text without a leading <think>…</think> block."""
+    return re.sub(r"^\s*<think>.*?</think>\s*", "", text, flags=re.DOTALL)
+
+
+class ThinkFilter:
+    """Drops a leading <think>…</think> block that reasoning models emit before the answer, while streaming."""
+
+    def __init__(self) -> None:
+        self._buf = ""
+        self._state = "start"  # start -> (thinking ->) pass
+
+    def feed(self, delta: str) -> str:
+        """The part of `delta` to show (empty while a reasoning block may still be open)."""
+        if self._state == "pass":
+            return delta
+        self._buf += delta
+        if self._state == "start":
+            stripped = self._buf.lstrip()
+            if not stripped:
+                return ""
+            if "<think>".startswith(stripped[:7]) and len(stripped) < 7:
+                return ""  # could still become "<think>"
+            if not stripped.startswith("<think>"):
+                self._state, out, self._buf = "pass", self._buf, ""
+                return out
+            self._state = "thinking"
+        end = self._buf.find("</think>")
+        if end < 0:
+            return ""
+        out = self._buf[end + len("</think>"):].lstrip()
+        self._state, self._buf = "pass", ""
+        return out
+
+    def flush(self) -> str:
+        """What is left to show when the stream ends (nothing of an unclosed reasoning block)."""
+        out = "" if self._state == "thinking" else self._buf
+        self._buf = ""
+        return out

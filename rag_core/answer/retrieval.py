@@ -1,0 +1,180 @@
+"""Question -> ranked, de-duplicated Passages. Methods: vector, lexical, rrf, dbsf (fused inside Qdrant), zscore.
+
+`zscore` is the default: Qdrant returns the dense and the lexical candidates in one batched request (the same
+call for Qdrant Edge and a Qdrant server); each list's scores are turned into z-scores and mixed with DENSE_WEIGHT.
+Scoping (doc_ids, owners) and hiding incomplete documents happen inside Qdrant: every list comes back complete.
+
+`retrieve_scored` also returns the relevance used by the honesty check - the dense cosine of the best chunk in
+scope - from the same engine request (the top of the dense list, or a one-hit dense search batched alongside).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from langchain_qdrant import SparseVector
+
+from rag_core.answer.grounding.answerability import mentions
+from rag_core.core.models import Chunk, Passage
+from rag_core.store.backends import Search
+from rag_core.store.vector_store import Store
+
+METHODS = ("vector", "lexical", "rrf", "dbsf", "zscore")
+DEFAULT_METHOD = "zscore"
+DENSE_WEIGHT = 0.5  # share of the dense z-score in the zscore mix (lexical gets the rest); measured in docs/retrieval.md
+CANDIDATES = 50  # candidates per list for fusion
+OVERFETCH = 2  # fetch k * OVERFETCH + 4 before de-duplication so k passages remain
+MAX_MERGED = 2  # chunks merged into one passage at most
+
+
+@dataclass(frozen=True)
+class QueryVectors:
+    """A query's dense vector and lexical sparse vector, computed once and reusable across methods."""
+
+    dense: list[float]
+    sparse: SparseVector
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """Top passages plus the dense cosine of the best chunk in scope (None when nothing is in scope)."""
+
+    passages: list[Passage]
+    relevance: float | None
+
+
+def embed_queries(store: Store, queries: list[str]) -> list[QueryVectors]:
+    """Dense (batched) and lexical vectors for many queries."""
+    dense = store.embedder.encode(list(queries))
+    return [QueryVectors(d.tolist(), store.lexical.embed_query(q)) for q, d in zip(queries, dense, strict=True)]
+
+
+def _overlaps(a: Chunk, b: Chunk) -> bool:
+    return a.doc_id == b.doc_id and a.char_start < b.char_end and b.char_start < a.char_end
+
+
+def merge_chunks(a: Chunk, b: Chunk) -> Chunk:
+    """One chunk covering two overlapping chunks of the same document (a's identity, the union of their text)."""
+    first, second = (a, b) if a.char_start <= b.char_start else (b, a)
+    if second.char_end <= first.char_end:
+        text, end = first.text, first.char_end
+    else:
+        text, end = first.text + second.text[first.char_end - second.char_start:], second.char_end
+    pages = [x for x in (a.page_start, b.page_start, a.page_end, b.page_end) if x is not None]
+    return replace(a, text=text, char_start=first.char_start, char_end=end,
+                   page_start=min(pages) if pages else None, page_end=max(pages) if pages else None)
+
+
+def dedupe(passages: Iterable[Passage]) -> list[Passage]:
+    """Collapse ranked passages so overlapping chunks share one slot.
+
+    A chunk overlapping one kept passage of its document is merged into it (at most MAX_MERGED chunks per
+    passage, keeping the better rank and score); a chunk overlapping a full passage, or two passages, and a text
+    seen before are dropped. Kept passages never overlap each other.
+    """
+    kept: list[Passage] = []
+    merged: list[int] = []
+    texts: set[str] = set()
+    by_doc: dict[str, list[int]] = {}  # kept passages of each document (only those can overlap)
+    for p in passages:
+        key = " ".join(p.chunk.text.split()).casefold()
+        if key in texts:
+            continue
+        texts.add(key)
+        same_doc = by_doc.setdefault(p.chunk.doc_id, [])
+        hit = [i for i in same_doc if _overlaps(p.chunk, kept[i].chunk)]
+        if not hit:
+            same_doc.append(len(kept))
+            kept.append(p)
+            merged.append(1)
+        elif len(hit) == 1 and merged[hit[0]] < MAX_MERGED:  # never bridge two kept passages into one
+            i = hit[0]
+            kept[i] = Passage(merge_chunks(kept[i].chunk, p.chunk), kept[i].score)
+            merged[i] += 1
+    return kept
+
+
+def _zscores(scores: list[float]) -> list[float]:
+    n = len(scores)
+    if n == 0:
+        return []
+    mean = sum(scores) / n
+    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / n)
+    if std == 0:
+        return [0.0] * n
+    return [(s - mean) / std for s in scores]
+
+
+def zscore_fuse(dense: list[Passage], lexical: list[Passage], dense_weight: float = DENSE_WEIGHT) -> list[Passage]:
+    """Weighted sum of per-list z-scores; a candidate missing from one list gets that list's lowest z-score."""
+    lists = []
+    for weight, hits in ((dense_weight, dense), (1.0 - dense_weight, lexical)):
+        zs = _zscores([p.score for p in hits])
+        lists.append((weight, {(p.chunk.doc_id, p.chunk.index): z for p, z in zip(hits, zs, strict=True)}, min(zs, default=0.0)))
+    chunks: dict[tuple[str, int], Chunk] = {}
+    for p in (*dense, *lexical):
+        chunks.setdefault((p.chunk.doc_id, p.chunk.index), p.chunk)
+    out = [Passage(c, sum(w * zmap.get(key, floor) for w, zmap, floor in lists)) for key, c in chunks.items()]
+    return sorted(out, key=lambda p: p.score, reverse=True)
+
+
+def retrieve_scored(store: Store, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
+                    owners: Iterable[str | None] | None = None, method: str = DEFAULT_METHOD,
+                    vectors: QueryVectors | None = None, dense_weight: float = DENSE_WEIGHT,
+                    relevance: bool = True) -> Retrieved:
+    """Top-k de-duplicated passages for `query` (scoped to doc_ids / owners when given) and, unless `relevance` is
+    False, the best chunk's dense cosine, all from one request to Qdrant."""
+    if method not in METHODS:
+        raise ValueError(f"unknown retrieval method {method!r}; choose one of {', '.join(METHODS)}")
+    if doc_ids is not None:
+        doc_ids = list(doc_ids)
+        if not doc_ids:
+            return Retrieved([], None)
+    qv = vectors or embed_queries(store, [query])[0]
+    has_words = bool(qv.sparse.indices)
+    if not has_words and method != "lexical":  # no searchable word (e.g. only punctuation): lexical has nothing to say
+        method = "vector"
+    fetch = k * OVERFETCH + 4
+    pool = max(CANDIDATES, fetch)
+    searches: list[Search] = []
+    if method == "zscore":
+        searches = [Search(pool, dense=qv.dense), Search(pool, sparse=qv.sparse)]
+    elif method == "vector":
+        searches = [Search(fetch, dense=qv.dense)]
+    elif method == "lexical" and has_words:
+        searches = [Search(fetch, sparse=qv.sparse)]
+    elif method != "lexical":
+        searches = [Search(fetch, qv.dense, qv.sparse, fusion=method, prefetch_limit=pool)]
+    ranking = len(searches)
+    dense_first = method in ("zscore", "vector")  # the first list is the dense ranking itself
+    if relevance and not dense_first:
+        searches.append(Search(1, dense=qv.dense))
+    lists = store.run(searches, doc_ids, owners) if searches else []
+    if method == "zscore":
+        ranked = zscore_fuse(lists[0], lists[1], dense_weight)
+    else:
+        ranked = lists[0] if ranking else []
+    best = (lists[0] if dense_first else lists[ranking]) if relevance else []
+    return Retrieved(dedupe(ranked)[:k], best[0].score if best else None)
+
+
+def retrieve(store: Store, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
+             owners: Iterable[str | None] | None = None, method: str = DEFAULT_METHOD,
+             vectors: QueryVectors | None = None, dense_weight: float = DENSE_WEIGHT) -> list[Passage]:
+    """Top-k de-duplicated passages for `query` (scoped to doc_ids / owners when given)."""
+    return retrieve_scored(store, query, k, doc_ids, owners, method, vectors, dense_weight, relevance=False).passages
+
+
+PHRASE_HITS = 25  # lexical hits read to find a phrase in the whole library
+
+
+def phrase_in_library(store: Store, phrase: str, doc_ids: Iterable[str] | None = None,
+                      owners: Iterable[str | None] | None = None) -> bool:
+    """Does the phrase occur (whole words, case ignored) in any chunk in scope? One lexical search for its words;
+    the best PHRASE_HITS chunks are read for the phrase itself."""
+    sparse = store.lexical.embed_query(phrase)
+    if not sparse.indices:
+        return False
+    hits = store.run([Search(PHRASE_HITS, sparse=sparse)], doc_ids, owners)[0]
+    return mentions([f"{h.chunk.source.title}\n{h.chunk.section}\n{h.chunk.text}" for h in hits], phrase)

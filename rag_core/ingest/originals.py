@@ -1,0 +1,76 @@
+"""Private copies of uploaded PDFs (to show a cited page), stored as <data_dir>/originals/<doc_id>.pdf.
+
+The user's file name is never part of a path: only a validated document id is.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from rag_core.core.config import Settings
+from rag_core.core.safe_files import read_bytes
+
+log = logging.getLogger(__name__)
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+KINDS_KEPT = ("pdf",)  # only PDFs are rendered as page images
+
+
+def originals_dir(settings: Settings) -> Path:
+    """The folder that holds the private copies."""
+    return settings.data_dir / "originals"
+
+
+def original_path(settings: Settings, doc_id: str) -> Path:
+    """Where the copy of document `doc_id` lives; ValueError for an id that is not a plain token."""
+    if not _SAFE_ID.match(doc_id or ""):
+        raise ValueError(f"not a document id: {doc_id!r}")
+    return originals_dir(settings) / f"{doc_id}.pdf"
+
+
+def save_original(settings: Settings, doc_id: str, data: bytes, kind: str) -> Path | None:
+    """Keep a private copy of an uploaded PDF (atomic write, owner-only permissions); other kinds are skipped."""
+    if kind not in KINDS_KEPT:
+        return None
+    path = original_path(settings, doc_id)
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".upload-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_original(settings: Settings, doc_id: str) -> bytes | None:
+    """The stored copy of a document, or None when there is none or it can't be read (a regular file only, read up to
+    the upload limit whatever its size says: a pipe, a device or an oversized file is logged and skipped)."""
+    try:
+        return read_bytes(original_path(settings, doc_id), settings.max_upload_bytes)
+    except (FileNotFoundError, ValueError):
+        return None
+    except (OSError, MemoryError) as e:
+        log.warning("Not reading the saved original of document %s: %s", doc_id, e)
+        return None
+
+
+def delete_original(settings: Settings, doc_id: str) -> bool:
+    """Remove a document's copy; True if one existed."""
+    try:
+        path = original_path(settings, doc_id)
+    except ValueError:
+        return False
+    if path.exists():
+        path.unlink()
+        return True
+    return False

@@ -1,0 +1,310 @@
+"""Background ingest queue: files are added on a small pool of worker threads, so an upload keeps going when the
+person switches pages, and every page can tell that the library is still being built.
+
+Fair for the hosted demo, where everyone shares one queue: each owner (a demo session; None locally) has a queue of
+their own, at most one of their jobs runs at a time (in the order they were submitted), and free workers take the
+next job from the owners in turn. So a second visitor's small file starts while the first visitor's big one runs,
+and no one occupies every worker while others wait. Each job is bounded by the file's time budget
+(DOCCHAT_INGEST_TIMEOUT_S, enforced by the library), so a worker is never held longer than that.
+
+`cancel(job_id)` stops a job (the Stop button): a queued one is marked stopped at once, a running one has its
+deadline made to pass now (rag_core.core.deadline.cancellable), so it ends at its next check with nothing stored, by the
+same path as a file that ran out of time, and its result says "stopped".
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from rag_core.core.deadline import cancellable
+from rag_core.core.errors import DocChatError, IngestCancelled
+from rag_core.core.models import Progress
+
+if TYPE_CHECKING:  # the library pulls in Qdrant and the model: pages import this module before painting
+    from rag_core.service.library import IngestResult, Library
+
+log = logging.getLogger(__name__)
+
+Work = Callable[[Progress], Any]  # returns a result with .status and .error (IngestResult, WikiImportResult, ...)
+STAGES = ("reading", "chunking", "embedding", "saving")
+STAGE_ALIASES = {"downloading": "reading", "ocr": "reading"}  # downloading (Wikipedia) and OCR are reading
+
+
+@dataclass(frozen=True)
+class JobView:
+    """A snapshot of one queued or finished ingest."""
+
+    id: str
+    label: str
+    owner: str | None
+    state: str  # "queued" | "running" | "done"
+    stage: str = ""  # one of STAGES while running
+    done: int = 0
+    total: int = 0
+    result: Any = None  # what the work returned (IngestResult for files), set when done
+    kind: str = "file"  # "file" | "wikipedia" | "refresh" (how pages describe it)
+    submitted: float = 0.0
+
+    @property
+    def fraction(self) -> float:
+        """Overall progress 0..1: each ingest stage is a quarter, filled by its done/total."""
+        if self.state == "done":
+            return 1.0
+        part = max(0.0, min((self.done / self.total) if self.total else 0.0, 1.0))
+        stage = STAGE_ALIASES.get(self.stage, self.stage)
+        if stage not in STAGES:
+            return part  # a single-stage job (e.g. checking for updates)
+        return min(1.0, (STAGES.index(stage) + part) / len(STAGES))
+
+
+class IngestQueue:
+    """Runs ingests on up to `workers` daemon threads, one job per owner at a time, owners in turn; thread-safe,
+    one per process."""
+
+    def __init__(self, library: Library, keep_finished: int = 500, workers: int | None = None) -> None:
+        self.library = library
+        self.keep_finished = keep_finished
+        self.workers = workers or library.settings.ingest_workers
+        self._jobs: dict[str, JobView] = {}
+        self._work: dict[str, Work] = {}
+        self._cancel: dict[str, threading.Event] = {}  # job id -> set when Stop was pressed (queued and running)
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._waiting: dict[str | None, deque[str]] = {}  # owner -> their queued job ids, oldest first
+        self._running: set[str | None] = set()  # owners with a job running
+        self._turns = itertools.count()
+        self._last_turn: dict[str | None, int] = {}  # owner -> when a job of theirs last started
+        self._threads: list[threading.Thread] = []
+        self._discarding: list[threading.Thread] = []  # running the work of jobs stopped while queued
+
+    # -- submitting ----------------------------------------------------------
+    def submit(self, label: str, work: Work, owner: str | None = None, kind: str = "file") -> str:
+        """Queue a unit of work (it gets a progress callback and returns a result); returns the job id."""
+        job_id = uuid.uuid4().hex
+        with self._changed:
+            self._jobs[job_id] = JobView(job_id, label, owner, "queued", kind=kind, submitted=time.time())
+            self._work[job_id] = work
+            self._cancel[job_id] = threading.Event()
+            self._waiting.setdefault(owner, deque()).append(job_id)
+            self._start_workers()
+            self._changed.notify_all()
+        return job_id
+
+    def submit_bytes(self, data: bytes, file_name: str, owner: str | None = None) -> str:
+        """Queue an uploaded file (bytes in memory; the name is only a label); returns the job id."""
+        library = self.library
+
+        def work(progress: Progress) -> IngestResult:
+            return library.ingest_bytes(data, file_name, owner=owner, progress=progress)
+
+        return self.submit(file_name, work, owner)
+
+    def cancel(self, job_id: str, owner: str | None = None) -> bool:
+        """Stop one of `owner`'s queued or running jobs, leaving the library as it was; False when there is no such
+        job or it has finished. A running job ends at its next deadline check (well under a second)."""
+        with self._changed:
+            job = self._jobs.get(job_id)
+            event = self._cancel.get(job_id)
+            if job is None or job.owner != owner or job.state == "done" or event is None:
+                return False
+            event.set()
+            if job.state != "queued":
+                log.info("Stopping %s (cancelled)", job.label)
+                return True
+            queued = self._waiting.get(owner)
+            if queued is not None and job_id in queued:
+                queued.remove(job_id)
+                if not queued:
+                    del self._waiting[owner]
+            work = self._work.pop(job_id)
+            del self._cancel[job_id]
+            self._jobs[job_id] = replace(job, state="done", result=_stopped(job.label))
+            self._changed.notify_all()
+        log.info("Removed %s from the queue (cancelled)", job.label)
+        if job.kind != "file":
+            return True
+        # a file's work still runs once, already cancelled, so the room it reserved (demo) is released: it stops at
+        # its first deadline check, before reading anything big
+        thread = threading.Thread(target=self._discard, args=(job.label, work, event), daemon=True,
+                                  name="docchat-ingest-cancelled")
+        with self._changed:
+            self._discarding.append(thread)
+        thread.start()
+        return True
+
+    def _discard(self, label: str, work: Work, event: threading.Event) -> None:
+        try:
+            with cancellable(event):
+                work(lambda stage, done, total: None)
+        except Exception:  # nobody waits for this result
+            log.debug("cancelled job %s ended with an error", label, exc_info=True)
+        finally:
+            with self._changed:
+                self._discarding.remove(threading.current_thread())
+                self._changed.notify_all()
+
+    # -- reading -------------------------------------------------------------
+    def jobs(self, job_ids: Iterable[str]) -> list[JobView]:
+        """Snapshots of the given jobs (unknown ids are skipped), in the order asked."""
+        with self._lock:
+            return [self._jobs[j] for j in job_ids if j in self._jobs]
+
+    def active(self, owner: str | None = None) -> list[JobView]:
+        """Jobs of `owner` that are queued or running, oldest first."""
+        with self._lock:
+            return sorted((j for j in self._jobs.values() if j.state != "done" and j.owner == owner),
+                          key=lambda j: j.submitted)
+
+    def busy(self, owner: str | None = None) -> bool:
+        """True while any of `owner`'s files are still being added."""
+        return bool(self.active(owner))
+
+    def wait(self, job_ids: Iterable[str], timeout: float = 60.0) -> bool:
+        """Block until the jobs are done (for tests and scripts); False on timeout."""
+        ids = list(job_ids)
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while any(self._jobs.get(j) and self._jobs[j].state != "done" for j in ids):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+        return True
+
+    def forget(self, job_ids: Iterable[str]) -> None:
+        """Drop finished jobs from memory."""
+        with self._lock:
+            for j in job_ids:
+                if j in self._jobs and self._jobs[j].state == "done":
+                    del self._jobs[j]
+
+    # -- scheduling (under the lock) -------------------------------------------
+    def _start_workers(self) -> None:
+        """Start threads up to `workers`, no more than there are owners with work (one job per owner runs)."""
+        self._threads = [t for t in self._threads if t.is_alive()]
+        wanted = min(self.workers, len(set(self._waiting) | self._running))
+        while len(self._threads) < wanted:
+            thread = threading.Thread(target=self._run, name=f"docchat-ingest-{len(self._threads) + 1}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _take(self) -> str | None:
+        """The next job to run: the oldest job of the owner served longest ago (never: first) among those with
+        nothing running; None when no job may run now."""
+        free = [o for o in self._waiting if o not in self._running]  # dict order: whose job has waited longest
+        if not free:
+            return None
+        owner = min(free, key=lambda o: self._last_turn.get(o, -1))
+        queued = self._waiting[owner]
+        job_id = queued.popleft()
+        if not queued:
+            del self._waiting[owner]
+        self._running.add(owner)
+        self._last_turn[owner] = next(self._turns)
+        if len(self._last_turn) > 2 * self.keep_finished:  # forget the owners served longest ago
+            for old in sorted(self._last_turn, key=self._last_turn.__getitem__)[:self.keep_finished]:
+                del self._last_turn[old]
+        return job_id
+
+    # -- worker --------------------------------------------------------------
+    def _update(self, job_id: str, **changes) -> None:
+        with self._changed:
+            self._jobs[job_id] = replace(self._jobs[job_id], **changes)
+            self._changed.notify_all()
+
+    def _run(self) -> None:
+        me = threading.current_thread()
+        while True:
+            with self._changed:
+                job_id = self._take()
+                while job_id is None:
+                    if not self._waiting:  # nothing queued: this worker ends (a later submit starts one again)
+                        if me in self._threads:
+                            self._threads.remove(me)
+                        self._changed.notify_all()
+                        return
+                    self._changed.wait()  # queued jobs all belong to owners with a job running
+                    job_id = self._take()
+                work = self._work.pop(job_id)
+                event = self._cancel.get(job_id) or threading.Event()
+                view = self._jobs[job_id]
+            try:
+                self._update(job_id, state="running", stage="")
+                with cancellable(event):
+                    result = self._execute(job_id, view.label, work)
+                if event.is_set() and view.kind == "file" and getattr(result, "status", None) == "failed":
+                    result = _stopped(view.label)  # stopped by hand: whatever it failed with on the way out
+                self._update(job_id, state="done", result=result)
+            finally:
+                with self._changed:
+                    self._cancel.pop(job_id, None)
+                    self._running.discard(view.owner)
+                    self._changed.notify_all()
+            self._prune()
+
+    def _execute(self, job_id: str, label: str, work: Work) -> Any:
+        """Run one job's work; whatever goes wrong becomes a failed result with one sentence."""
+
+        def progress(stage: str, done: int, total: int) -> None:
+            self._update(job_id, stage=stage, done=done, total=total)
+
+        from rag_core.service.library import IngestResult
+
+        try:
+            return work(progress)
+        except IngestCancelled:
+            return _stopped(label)
+        except DocChatError as e:
+            return IngestResult(label, "failed", error=str(e), details=e.details)
+        except Exception:  # the worker must survive; the user gets a sentence, the log the traceback
+            log.exception("Unexpected failure while adding %s", label)
+            return IngestResult(label, "failed", error=(
+                f"“{label}”: something unexpected went wrong while adding this; your library was not changed. "
+                "Try again in a moment."))
+
+    def _prune(self) -> None:
+        with self._lock:
+            done = sorted((j for j in self._jobs.values() if j.state == "done"), key=lambda j: j.submitted)
+            for j in done[:max(0, len(done) - self.keep_finished)]:
+                del self._jobs[j.id]
+
+    def close(self, timeout: float = 5.0, grace: float = 2.0) -> bool:
+        """Let the workers finish the jobs already queued for up to `timeout` seconds, then stop what is left (queued
+        jobs are marked stopped, running ones cancelled: nothing of them is stored) and wait up to `grace` seconds
+        more for them to end; True when nothing runs any more (a later submit starts new workers)."""
+        if self._idle_within(timeout):
+            return True
+        with self._lock:
+            left = [(j.id, j.owner) for j in self._jobs.values() if j.state != "done"]
+        log.info("Stopping %d ingest job(s) still queued or running", len(left))
+        for job_id, owner in left:
+            self.cancel(job_id, owner)
+        if self._idle_within(grace):
+            return True
+        log.warning("Ingest jobs still running after being stopped")
+        return False
+
+    def _idle_within(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds until no worker (nor a stopped job's last run) is alive; True once so."""
+        end = time.monotonic() + timeout
+        with self._changed:
+            while any(t.is_alive() for t in self._threads + self._discarding):
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+        return True
+
+
+def _stopped(label: str) -> Any:
+    """The result of a job stopped by hand."""
+    from rag_core.service.library import IngestResult
+
+    return IngestResult(label, "stopped", error=str(IngestCancelled(label)))

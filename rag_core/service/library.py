@@ -1,0 +1,225 @@
+"""Use cases called by the UI and the CLI: ingest, list, search, delete.
+
+The Library also owns the private copies of PDFs (rag_core.ingest.originals, for "Show on the page"): every way of adding a
+PDF keeps its copy, every way of deleting a document removes it.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rag_core.answer.injection.classifier import flag_vectors
+from rag_core.answer.injection.detect import flag_chunks
+from rag_core.answer.retrieval import retrieve
+from rag_core.core.config import Settings
+from rag_core.core.deadline import Deadline
+from rag_core.core.errors import DocChatError, FileTooLarge, NotARegularFile, NoText
+from rag_core.core.models import Document, DocumentInfo, Passage, Progress
+from rag_core.ingest.chunking import chunk_document, estimate
+from rag_core.ingest.loaders import check_size, load_bytes, read_file
+from rag_core.ingest.originals import KINDS_KEPT, delete_original, load_original, save_original
+from rag_core.store.embeddings import Embedder
+from rag_core.store.migrate import migrate_if_needed
+from rag_core.store.vector_store import Store, open_store, stamp
+
+log = logging.getLogger(__name__)
+
+_PROJECT_FROM = 500  # passages: a document estimated this large is refused up front when it cannot finish in time
+_SPEED_SAMPLE_MIN = 16  # chunks: fewer say too little about the embedding speed
+_CHUNKING_PASSES = 2.5  # splitting tokenizes a text about twice (counting, cutting long runs), plus the Python work
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What happened to one file."""
+
+    path: str
+    status: str  # "added" | "unchanged" | "failed"
+    doc_id: str | None = None
+    chunks: int = 0
+    pages: int | None = None
+    title: str | None = None
+    error: str | None = None
+    details: str = ""  # the technical part of a failure (a setting's name), shown folded away under the error
+
+    def as_json(self) -> dict:
+        """The CLI's JSON shape."""
+        return {"path": self.path, "status": self.status, "doc_id": self.doc_id, "chunks": self.chunks,
+                "pages": self.pages, "title": self.title, "error": self.error}
+
+
+def scoped_doc_id(doc_id: str, owner: str) -> str:
+    """The id of a document inside one owner's private library."""
+    return hashlib.sha256(f"{doc_id}:{owner}".encode()).hexdigest()[:16]
+
+
+class Library:
+    """A user's document library: the embedding model plus the Qdrant store, opened once."""
+
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, store: Store | None = None,
+                 progress: Progress | None = None) -> None:
+        self.settings = settings
+        self.embedder = embedder or Embedder(settings.embedding_model)
+        if store is None:  # a library of the previous release is upgraded first (`progress`: "upgrading")
+            migrate_if_needed(settings, self.embedder, progress)
+        self.store = store or open_store(settings, self.embedder)
+        self._seconds_per_chunk: float | None = None  # embedding speed seen lately (for refusing hopeless files)
+
+    # -- ingest --------------------------------------------------------------
+    def check_size(self, file_name: str, size: int) -> None:
+        """FileTooLarge when a file of `size` bytes is over the upload limit (checked before any work)."""
+        check_size(file_name, size, self.settings)
+
+    def deadline(self, file_name: str) -> Deadline:
+        """The time budget of one file (DOCCHAT_INGEST_TIMEOUT_S), starting now: pass it to `load_bytes` and then
+        to `ingest_document`, so reading the file counts too."""
+        return Deadline(self.settings.ingest_timeout_s, file_name)
+
+    def ingest_document(self, doc: Document, owner: str | None = None, progress: Progress | None = None,
+                        label: str | None = None, original: bytes | None = None,
+                        deadline: Deadline | None = None) -> IngestResult:
+        """Chunk, embed and store an already-loaded Document (idempotent by doc_id); `original` is the file's bytes,
+        kept privately for PDFs so a cited page can be shown. Past `deadline` (default: a budget starting now) the
+        work stops with IngestTimedOut and nothing is stored; a file that clearly cannot finish by then is refused
+        before chunking."""
+        name = label or doc.source.file_name
+        deadline = deadline or self.deadline(doc.source.file_name)
+        progress = deadline.watch(progress)  # every progress report (each embedding and saving batch) checks it
+        if owner is not None:
+            # Private libraries (hosted demo): the same file uploaded by two sessions is two documents.
+            doc = replace(doc, doc_id=scoped_doc_id(doc.doc_id, owner))
+        existing = self.store.intact(doc.doc_id)  # None too when its passages are not all stored: added again
+        if existing is not None:
+            self._keep_original(doc.doc_id, doc.source.kind, original)  # repairs a copy lost or never made
+            return IngestResult(name, "unchanged", doc.doc_id, existing.chunks, existing.pages, existing.title)
+        doc = replace(doc, source=stamp(doc.source))
+        progress("chunking", 0, 1)
+        self._refuse_if_too_slow(doc, deadline)
+        chunks = chunk_document(doc, self.embedder, self.settings.chunk_tokens, deadline=deadline)
+        if not chunks:
+            raise NoText(doc.source.file_name)
+        chunks = flag_chunks(chunks, doc.hidden_text)  # instructions addressed to an AI, shown beside citations
+        started = time.monotonic()
+        vectors = self.store.embed_chunks(chunks, progress)
+        chunks = flag_vectors(chunks, vectors[0], self.embedder.name)  # the classifier, on the same vectors
+        self._learn_speed(len(chunks), time.monotonic() - started)
+        deadline.check()  # before saving (saving checks it again after every batch, rolling back when stopped)
+        info = self.store.add_chunks(doc.source, chunks, doc.page_count, owner=owner, progress=progress,
+                                     vectors=vectors)
+        self._keep_original(info.doc_id, doc.source.kind, original)
+        return IngestResult(name, "added", info.doc_id, info.chunks, info.pages, info.title)
+
+    def _refuse_if_too_slow(self, doc: Document, deadline: Deadline) -> None:
+        """IngestTimedOut now, before any chunking, when a large document clearly cannot be split and embedded within
+        its time budget: its size in chunks is estimated from samples of its text (`chunking.estimate`), splitting
+        it costs about `_CHUNKING_PASSES` times what tokenizing the samples took, and the time per chunk is what
+        the last documents took to embed, or is measured on those samples the first time."""
+        if deadline.left() == float("inf"):
+            return
+        started = time.monotonic()
+        est = estimate(doc, self.embedder, self.settings.chunk_tokens)
+        if est.passages < _PROJECT_FROM or not est.samples:
+            return  # small: it just runs (the deadline still holds)
+        chunking_s = (time.monotonic() - started) * _CHUNKING_PASSES * len(doc.text) / max(est.sampled_chars, 1)
+        per_chunk = self._seconds_per_chunk
+        if per_chunk is None:  # time the model on samples: a few first, to give up early when clearly hopeless
+            samples = list(est.samples[:_SPEED_SAMPLE_MIN])
+            started = time.monotonic()
+            self.embedder.encode(samples[:4])
+            deadline.refuse_if_longer(chunking_s + est.passages * (time.monotonic() - started) / len(samples[:4]) / 2)
+            self.embedder.encode(samples[4:])
+            per_chunk = self._learn_speed(len(samples), time.monotonic() - started)
+        log.info("%s: about %d passages, about %.0f s to split and %.0f s to embed (%.0f s left of its budget)",
+                 doc.source.file_name, est.passages, chunking_s, est.passages * per_chunk, deadline.left())
+        deadline.refuse_if_longer(chunking_s + est.passages * per_chunk)
+
+    def _learn_speed(self, chunks: int, seconds: float) -> float:
+        """Remember how long embedding took per chunk (a moving average over recent documents); returns it."""
+        if chunks < _SPEED_SAMPLE_MIN:
+            return self._seconds_per_chunk or seconds / max(chunks, 1)
+        measured = seconds / chunks
+        old = self._seconds_per_chunk
+        self._seconds_per_chunk = measured if old is None else 0.5 * old + 0.5 * measured
+        return self._seconds_per_chunk
+
+    def _keep_original(self, doc_id: str, kind: str, data: bytes | None) -> None:
+        """Save the private copy of a PDF; a failure costs only the page image, so it is logged, not raised."""
+        if data is None or kind not in KINDS_KEPT:
+            return
+        try:
+            save_original(self.settings, doc_id, data, kind)
+        except OSError:
+            log.exception("Could not keep a copy of document %s for page images", doc_id)
+
+    def ingest_bytes(self, data: bytes, file_name: str, owner: str | None = None,
+                     progress: Progress | None = None, label: str | None = None) -> IngestResult:
+        """Add one uploaded file; never raises for bad input, the result says what happened."""
+        label = label or file_name
+        try:
+            self.check_size(file_name, len(data))
+            deadline = self.deadline(file_name)
+            if progress:
+                progress("reading", 0, 1)
+            doc = load_bytes(data, file_name, self.settings, deadline, progress)  # ("ocr", page, pages) for scans
+            return self.ingest_document(doc, owner, progress, label, original=data, deadline=deadline)
+        except DocChatError as e:
+            log.info("Could not add %s: %s", file_name, e)
+            return IngestResult(label, "failed", error=str(e), details=e.details)
+        except Exception:  # the user gets a sentence, the log gets the traceback
+            log.exception("Unexpected failure while adding %s", file_name)
+            return IngestResult(label, "failed", error=(
+                f"“{file_name}”: something unexpected went wrong while reading this file; your library was not "
+                "changed. Try again, and if it keeps failing, convert the file to PDF and upload that."))
+
+    def ingest_path(self, path: Path, owner: str | None = None, progress: Progress | None = None) -> IngestResult:
+        """Add one file from disk: only regular files, read no further than the upload limit (`read_file`)."""
+        try:
+            data = read_file(path, self.settings)
+        except OSError as e:
+            return IngestResult(str(path), "failed", error=f"“{path.name}”: the file could not be opened ({e.strerror}).")
+        except (FileTooLarge, NotARegularFile) as e:
+            return IngestResult(str(path), "failed", error=str(e), details=e.details)
+        return self.ingest_bytes(data, path.name, owner, progress, label=str(path))
+
+    # -- read / delete -------------------------------------------------------
+    def documents(self, owners: Iterable[str | None] | None = None) -> list[DocumentInfo]:
+        """The library listing, newest first."""
+        return self.store.list_documents(owners)
+
+    def search(self, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
+               owners: Iterable[str | None] | None = None) -> list[Passage]:
+        """Top-k passages for a query (the default hybrid retrieval)."""
+        return retrieve(self.store, query, k, doc_ids, owners)
+
+    def delete(self, doc_id: str, owners: Iterable[str | None] | None = None) -> DocumentInfo:
+        """Delete a document, its chunks and its saved original."""
+        info = self.store.delete(doc_id, owners)
+        delete_original(self.settings, doc_id)
+        return info
+
+    def original(self, doc_id: str, owners: Iterable[str | None] | None = None) -> bytes | None:
+        """The saved PDF of a document visible to `owners` (None: any), or None when there is none."""
+        if self.store.get(doc_id, owners) is None:
+            return None
+        return load_original(self.settings, doc_id)
+
+    def close(self) -> None:
+        """Release the store."""
+        self.store.close()
+
+
+def expand_paths(paths: Iterable[str]) -> list[Path]:
+    """Files named on the command line; folders are walked for supported extensions."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in
+                              {".pdf", ".docx", ".txt", ".md", ".markdown"}))
+        else:
+            out.append(p)
+    return out

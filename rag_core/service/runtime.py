@@ -1,0 +1,94 @@
+"""What one server process shares between browser sessions (`Runtime`), and how a session's settings are made.
+
+The Streamlit glue keeps one `Runtime` in `st.cache_resource`; each browser session asks it for its `Workspace`.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from rag_core.core.config import Settings
+from rag_core.service import live
+from rag_core.service.conversations import SessionConversations
+from rag_core.service.jobs import IngestQueue
+from rag_core.service.workspace import OVERRIDABLE, SERVER_ONLY, DemoWorkspace, LocalWorkspace, Workspace
+
+if TYPE_CHECKING:
+    from rag_core.demo.hub import DemoHub
+    from rag_core.service.library import Library
+    from rag_core.store.embeddings import Embedder
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_WAIT_S = 5.0  # on close, answers and ingests still running may finish within this
+SHUTDOWN_GRACE_S = 2.0  # then they are stopped, and get this long to let go before the store closes
+
+
+def session_settings(base: Settings, overrides: Mapping[str, Any]) -> Settings:
+    """Settings for one browser session: `base` plus what the person changed on the Settings page.
+
+    In the hosted demo a visitor's Ollama host and model are ignored: the server never calls a host a visitor chose.
+    """
+    allowed = [k for k in OVERRIDABLE if not (base.mode == "demo" and k in SERVER_ONLY)]
+    changes = {k: v for k, v in overrides.items() if k in allowed and v is not None}
+    return base.with_overrides(**changes) if changes else base
+
+
+def runtime_key(settings: Settings) -> tuple:
+    """What identifies a runtime: where the library is stored, how it is embedded, and the mode."""
+    return (str(settings.data_dir.resolve()), settings.qdrant_url, settings.collection, settings.embedding_model,
+            settings.mode)
+
+
+class Runtime:
+    """What one server process shares between browser sessions: the library, the ingest queue and (demo) the hub."""
+
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, load_samples: bool = True) -> None:
+        from rag_core.service.library import Library
+
+        self.settings = settings
+        self.library: Library = Library(settings, embedder=embedder)
+        self.queue = IngestQueue(self.library)
+        self.hub: DemoHub | None = None
+        self.demo_conversations = SessionConversations()  # the demo's, per browser session
+        if settings.mode == "demo":
+            from rag_core.demo.hub import DemoHub
+
+            self.hub = DemoHub(self.library, settings)
+            if load_samples:
+                self.hub.load_samples()
+            self.hub.start_janitor()
+
+    def new_session_key(self) -> str:
+        """A fresh, unguessable id for one browser session (the demo keys its private library by it)."""
+        from rag_core.demo.hub import new_session_id
+
+        return new_session_id()
+
+    def workspace(self, session_key: str, overrides: Mapping[str, Any] | None = None,
+                  base: Settings | None = None, client: str | None = None) -> Workspace:
+        """The workspace of one browser session (its id from `new_session_key`), with its Settings-page changes on
+        top of `base` (the settings as read now; default: those the runtime started with). `client` is the
+        visitor's address from `quotas.client_address` (the demo's per-address limits; None: the "unknown" bucket)."""
+        if self.hub is not None:
+            session = self.hub.session(session_key, client)
+            self.demo_conversations.keep_only(self.hub.active_sessions())
+            return DemoWorkspace(session, self.queue, self.demo_conversations.for_session(session_key))
+        return LocalWorkspace(self.library, self.queue, session_settings(base or self.settings, overrides or {}))
+
+    def close(self, timeout: float = SHUTDOWN_WAIT_S, grace: float = SHUTDOWN_GRACE_S) -> None:
+        """Stop background threads and release the library: answers and ingests still running get up to `timeout`
+        seconds to finish, then are stopped and get `grace` more to let go, so the store is not closed under them."""
+        end = time.monotonic() + timeout
+        if self.hub is not None:
+            self.hub.stop_janitor()
+        answers = live.drain(self.library, timeout, grace)
+        jobs_ended = self.queue.close(max(0.0, end - time.monotonic()), grace)
+        if answers or not jobs_ended:
+            log.warning("Closing the library with work still running (%d answer(s)%s)", answers,
+                        "" if jobs_ended else ", ingest jobs")
+        self.library.close()
+
+

@@ -1,0 +1,356 @@
+"""The one interface the pages talk to: documents, add files, import Wikipedia, delete, ask, limits.
+
+Two implementations: `LocalWorkspace` (one person's library on this computer) and `DemoWorkspace` (one visitor of the
+hosted demo: their own documents plus the shared samples, with the demo's limits). The demo's rules live here and in
+`rag_core.demo.hub`, never in the pages: a page asks a `Workspace` and shows what it says.
+
+`rag_core.service.runtime.Runtime` holds what one server process shares (library, ingest queue, demo hub) and hands each
+browser session its workspace.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rag_core.core.config import Settings
+from rag_core.core.models import Answer, DocumentInfo, Passage
+from rag_core.service.conversations import Conversations, FileConversations, MemoryConversations
+from rag_core.service.jobs import IngestQueue, JobView, Work
+from rag_core.service.preferences import SETTING_CHOICES, FilePreferences, MemoryPreferences, Preferences
+
+if TYPE_CHECKING:
+    from rag_core.demo.hub import SessionLibrary
+    from rag_core.service.library import Library
+
+log = logging.getLogger(__name__)
+
+OVERRIDABLE = SETTING_CHOICES  # what the Settings page may change for one session
+SERVER_ONLY = ("ollama_host", "ollama_model")  # in the hosted demo only the server decides these
+
+
+class AnswerStreamLike(Protocol):
+    """What the chat page iterates: text pieces, then `answer` (None until finished), `close()` to stop early."""
+
+    def __iter__(self) -> Any: ...
+
+    @property
+    def answer(self) -> Answer | None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one person may add: the largest file, and (in the demo) how much of their quota is used."""
+
+    max_file_mb: int
+    usage_line: str | None = None  # one sentence, e.g. "Your demo space: 2 of 10 documents, …"; None = no quota
+
+
+class Workspace:
+    """What a page can do, for one browser session; subclasses decide whose documents and which limits apply."""
+
+    #: One plain sentence or two shown as a banner on every page (None: no banner).
+    banner: str | None = None
+    #: A line under the Library page title.
+    intro: str = ""
+    #: A suggested first question, shown on an empty chat (None: none).
+    hint: str | None = None
+    #: Questions offered as buttons on an empty chat (the hosted demo's, about its sample documents).
+    suggestions: tuple[str, ...] = ()
+    #: True when the person may choose the Ollama address and model on the Settings page.
+    model_choice: bool = True
+    #: How long changes on the Settings page last, in words.
+    settings_lifetime: str = "until you close or reload this browser tab"
+    conversations: Conversations  # this person's conversations (saved in the data dir, or with the demo session)
+
+    def __init__(self, settings: Settings, queue: IngestQueue, owner: str | None) -> None:
+        self.settings = settings
+        self.queue = queue
+        self.owner = owner
+
+    # -- documents ---------------------------------------------------------------
+    def documents(self) -> list[DocumentInfo]:
+        """The documents this person sees, newest first."""
+        raise NotImplementedError
+
+    def is_read_only(self, doc: DocumentInfo) -> bool:
+        """True for a document this person may read but not delete (the demo's shared samples)."""
+        return False
+
+    def has_own_articles(self, docs: Iterable[DocumentInfo]) -> bool:
+        """True when some of `docs` are Wikipedia articles this person imported (and may check for updates)."""
+        return any(d.kind == "wikipedia" and not self.is_read_only(d) for d in docs)
+
+    def delete(self, doc_id: str) -> DocumentInfo:
+        """Delete one document with its chunks and saved original (SampleReadOnly / DocumentNotFound)."""
+        raise NotImplementedError
+
+    def original(self, doc_id: str) -> bytes | None:
+        """The saved PDF of a visible document (to show a cited page), or None."""
+        raise NotImplementedError
+
+    def preferences(self) -> Preferences:
+        """Where the Settings page's choices are kept beyond this run (the demo: nowhere, the session holds them)."""
+        return MemoryPreferences(self.settings)
+
+    def allow_page_render(self) -> None:
+        """Count one page image against the demo's render limit (LimitReached when over); free locally."""
+        return None
+
+    def limits(self) -> Limits:
+        """The largest file accepted and, in the demo, how much of the quota is used."""
+        return Limits(self.settings.max_upload_mb)
+
+    # -- adding (in the background queue) -------------------------------------------
+    def _submit(self, label: str, work: Work, kind: str) -> str:
+        return self.queue.submit(label, work, owner=self.owner, kind=kind)
+
+    def add_file(self, data: bytes, file_name: str) -> str:
+        """Queue one uploaded file; returns the job id (LimitReached at once when a demo limit is hit)."""
+        raise NotImplementedError
+
+    def import_wikipedia(self, title: str, lang: str = "en") -> str:
+        """Queue one Wikipedia article import; returns the job id (LimitReached at once when full)."""
+        raise NotImplementedError
+
+    def refresh_wikipedia(self) -> str:
+        """Queue a check of this person's imported articles against Wikipedia; returns the job id."""
+        raise NotImplementedError
+
+    def search_wikipedia(self, words: str, lang: str = "en", limit: int = 8) -> list[Any]:
+        """Wikipedia's search results for `words` (WikiHit objects)."""
+        from rag_core.sources.wikipedia import search
+
+        return list(search(self.settings, words, lang=lang, limit=limit))
+
+    def jobs(self, job_ids: Iterable[str]) -> list[JobView]:
+        """Snapshots of this person's jobs, in the order asked."""
+        return [j for j in self.queue.jobs(job_ids) if j.owner == self.owner]
+
+    def active_jobs(self) -> list[JobView]:
+        """This person's files still queued or being added, oldest first."""
+        return self.queue.active(self.owner)
+
+    def cancel_job(self, job_id: str) -> bool:
+        """Stop one of this person's queued or running jobs (the Stop button), library unchanged; False if it
+        is not theirs or has finished."""
+        return self.queue.cancel(job_id, owner=self.owner)
+
+    def forget_jobs(self, job_ids: Iterable[str]) -> None:
+        """Drop finished jobs from the list."""
+        self.queue.forget([j.id for j in self.jobs(job_ids)])
+
+    # -- asking ----------------------------------------------------------------------
+    def ask(self, question: str, history: Sequence[tuple[str, str]] = (), doc_ids: Sequence[str] | None = None,
+            use_llm: bool = True) -> AnswerStreamLike:
+        """Start a streamed, cited answer from this person's documents."""
+        raise NotImplementedError
+
+    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Passage]:
+        """Top-k passages from this person's documents."""
+        raise NotImplementedError
+
+    def search_ready(self) -> bool:
+        """False while the embedding model is still loading (the first question then waits a few seconds)."""
+        raise NotImplementedError
+
+    def model_toggle(self) -> bool:
+        """True when there is a language model the person may switch off (answers then quote the documents)."""
+        return True
+
+    def model_line(self, use_llm: bool) -> tuple[str, str] | None:
+        """("ok"|"warn", one calm sentence about who writes the answers), or None when the banner says it."""
+        from rag_core.answer.model_server import ollama_status
+
+        model = self.settings.ollama_model
+        if not use_llm:
+            return "ok", "Answers quote your documents directly (the language model is switched off in Settings)."
+        status = ollama_status(self.settings)
+        if not status.reachable:
+            return "warn", ("The language model (Ollama) is not running, so answers quote your documents directly. "
+                            "See Settings to set it up.")
+        if not status.has_model(model):
+            return "warn", (f"The model “{model}” is not installed in Ollama yet, so answers quote your documents "
+                            "directly. You can download it in Settings.")
+        return "ok", f"Answers are written by {model} from your documents, with sources beside each reply."
+
+
+class LocalWorkspace(Workspace):
+    """One person's library on their own computer: every document, no quotas."""
+
+    intro = ("DocChat answers from the documents you add here. Files are read on this computer and stay in your "
+             "library.")
+
+    settings_lifetime = "until you change them again: DocChat keeps them on this computer"
+
+    def __init__(self, library: Library, queue: IngestQueue, settings: Settings | None = None) -> None:
+        super().__init__(settings or library.settings, queue, owner=None)
+        self.library = library
+        self.conversations = FileConversations(library.settings.data_dir / "conversations")
+
+    def preferences(self) -> Preferences:
+        """The Settings page's choices, saved in the data dir."""
+        return FilePreferences(self.library.settings)
+
+    def documents(self) -> list[DocumentInfo]:
+        """Every document in the library, newest first."""
+        return self.library.documents()
+
+    def search_ready(self) -> bool:
+        """True once the embedding model is loaded."""
+        return self.library.embedder.ready
+
+    def delete(self, doc_id: str) -> DocumentInfo:
+        """Delete a document, its chunks and its saved original."""
+        return self.library.delete(doc_id)
+
+    def original(self, doc_id: str) -> bytes | None:
+        """The saved PDF of a document, or None."""
+        return self.library.original(doc_id)
+
+    def add_file(self, data: bytes, file_name: str) -> str:
+        """Queue one uploaded file (its size is checked by the library before any work)."""
+        library = self.library
+
+        def work(progress: Any) -> Any:
+            return library.ingest_bytes(data, file_name, progress=progress)
+
+        return self._submit(file_name, work, "file")
+
+    def import_wikipedia(self, title: str, lang: str = "en") -> str:
+        """Queue one article import."""
+        from rag_core.sources.wikipedia import import_article
+
+        library, settings = self.library, self.settings
+
+        def work(progress: Any) -> Any:
+            return import_article(library, settings, title, lang=lang, progress=progress)
+
+        return self._submit(f"{title} (Wikipedia)", work, "wikipedia")
+
+    def refresh_wikipedia(self) -> str:
+        """Queue a check of every imported article."""
+        from rag_core.sources.wikipedia import refresh
+
+        library, settings = self.library, self.settings
+
+        def work(progress: Any) -> Any:
+            return refresh(library, settings, progress=progress)
+
+        return self._submit("Wikipedia articles", work, "refresh")
+
+    def ask(self, question: str, history: Sequence[tuple[str, str]] = (), doc_ids: Sequence[str] | None = None,
+            use_llm: bool = True) -> AnswerStreamLike:
+        """Stream an answer written by the configured model (or quoted, without one)."""
+        from rag_core.answer.generation import start_answer
+
+        return start_answer(self.library, question, self.settings, history=history,
+                            doc_ids=None if doc_ids is None else list(doc_ids), use_llm=use_llm,
+                            k=self.settings.top_k)
+
+    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Passage]:
+        """Top-k passages from the whole library (or the chosen documents)."""
+        return self.library.search(query, k, doc_ids)
+
+
+class DemoWorkspace(Workspace):
+    """One visitor of the hosted demo: their own documents and the shared samples, within the demo's limits."""
+
+    model_choice = False
+    settings_lifetime = "until you close or reload this browser tab"
+
+    def __init__(self, session: SessionLibrary, queue: IngestQueue,
+                 conversations: Conversations | None = None) -> None:
+        super().__init__(session.settings, queue, owner=session.session_id)
+        self.session = session
+        self.conversations = conversations or MemoryConversations()
+        from rag_core.demo.answers import SAMPLE_QUESTIONS, demo_banner
+
+        self.banner = demo_banner(self.settings)
+        # The banner above it already says who sees the files and when they are deleted.
+        self.intro = "DocChat answers from the shared sample documents and the files you add here."
+        self.hint = "Everyone can try the shared sample documents, for example with one of these questions. Add " \
+                    "your own files on the Library page."
+        self.suggestions = SAMPLE_QUESTIONS
+
+    def documents(self) -> list[DocumentInfo]:
+        """Own documents and the shared samples, newest first."""
+        return self.session.documents()
+
+    def search_ready(self) -> bool:
+        """True once the embedding model is loaded."""
+        return self.session.search_ready()
+
+    def is_read_only(self, doc: DocumentInfo) -> bool:
+        """The shared samples are read-only."""
+        from rag_core.demo.hub import SHARED_OWNER
+
+        return doc.owner == SHARED_OWNER
+
+    def delete(self, doc_id: str) -> DocumentInfo:
+        """Delete one of this visitor's own documents (SampleReadOnly for a sample)."""
+        return self.session.delete(doc_id)
+
+    def original(self, doc_id: str) -> bytes | None:
+        """The saved PDF of a document this visitor may see, or None."""
+        return self.session.original(doc_id)
+
+    def allow_page_render(self) -> None:
+        """Count one page image against the per-minute limits of this visitor, their network and the demo
+        (LimitReached with one sentence when one is reached)."""
+        self.session.count_page_render()
+
+    def limits(self) -> Limits:
+        """The demo's per-file limit and this visitor's quota use (and their network's, when other sessions from
+        the same address hold documents too)."""
+        from rag_core.demo.answers import usage_line
+
+        per_file = min(self.settings.max_upload_mb, self.settings.demo_max_file_mb)
+        return Limits(per_file, usage_line(self.session.usage(), per_file))
+
+    def add_file(self, data: bytes, file_name: str) -> str:
+        """Check and reserve room now (LimitReached at once), then queue the file."""
+        work = self.session.upload_work(data, file_name)
+        return self._submit(file_name, work, "file")
+
+    def import_wikipedia(self, title: str, lang: str = "en") -> str:
+        """Check room now (LimitReached at once), then queue the import."""
+        session = self.session
+        session.check_room(title)
+
+        def work(progress: Any) -> Any:
+            return session.import_wikipedia(title, lang, progress)
+
+        return self._submit(f"{title} (Wikipedia)", work, "wikipedia")
+
+    def refresh_wikipedia(self) -> str:
+        """Queue a check of this visitor's own articles (never the samples)."""
+        session = self.session
+
+        def work(progress: Any) -> Any:
+            return session.refresh_wikipedia(progress)
+
+        return self._submit("Wikipedia articles", work, "refresh")
+
+    def ask(self, question: str, history: Sequence[tuple[str, str]] = (), doc_ids: Sequence[str] | None = None,
+            use_llm: bool = True) -> AnswerStreamLike:
+        """Count the question against the rate limit (LimitReached), then stream an answer."""
+        return self.session.start_answer(question, history=history, doc_ids=doc_ids, k=self.settings.top_k,
+                                         use_llm=use_llm)
+
+    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Passage]:
+        """Top-k passages from own and shared documents."""
+        return self.session.search(query, k, doc_ids)
+
+    def model_line(self, use_llm: bool) -> tuple[str, str] | None:
+        """None: the demo banner already says who writes the answers."""
+        return None
+
+    def model_toggle(self) -> bool:
+        """True when the demo has a model a visitor may switch off."""
+        from rag_core.demo.answers import llm_mode
+
+        return llm_mode(self.settings) == "remote"

@@ -1,0 +1,81 @@
+"""Crash recovery over any Backend: the registry entries are the journal of adds and deletes.
+
+An add writes its entry "pending" (flushed) before any of its points and marks it "complete" after the last; a delete
+marks the entry "deleting" (flushed) before any point goes and removes the entry after the last. So whatever
+moment a process dies at (kill -9, a full disk, a power cut after the flush), the entries say which documents are
+half there: `unfinished` lists them and `finish` removes them. `damage` finds what no journal explains (a complete
+document missing points, points of no document), for when the library's files were damaged some other way, and
+`repair` removes it.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Set as AbstractSet
+from typing import Any
+
+from rag_core.store.backends.base import COMPLETE, DELETING, METADATA_KEY, PENDING, STATUS_KEY, Backend, Scope
+
+log = logging.getLogger(__name__)
+
+
+def unfinished(backend: Backend, grace_s: float, ours: AbstractSet[str] = frozenset()) -> dict[str, dict[str, Any]]:
+    """Entries by doc id of adds that never finished (on a server only those older than `grace_s`, as another process
+    may still be writing, or in `ours`), of every delete that never finished, and of `ours` not complete by now."""
+    now = time.time()
+    left = {p["doc_id"]: p for p in backend.entries(PENDING)
+            if backend.kind != "server" or now - float(p.get("started") or 0) >= grace_s or p["doc_id"] in ours}
+    left.update((p["doc_id"], p) for p in backend.entries(DELETING))
+    for doc_id in set(ours) - set(left):
+        entry = backend.get_entry(doc_id)
+        if entry is None or entry.get(STATUS_KEY) != COMPLETE:  # points with no entry, say
+            left[doc_id] = entry or {"doc_id": doc_id, STATUS_KEY: PENDING}
+    return left
+
+
+def finish(backend: Backend, doc_id: str) -> None:
+    """Remove a document's points, then its entry (the entry last: a crash half-way leaves it to try again)."""
+    backend.delete_document(doc_id)
+    backend.delete_entry(doc_id)
+
+
+def intact(backend: Backend, entry: dict[str, Any]) -> bool:
+    """True when the entry is complete and exactly its recorded number of complete points is stored."""
+    if entry.get(STATUS_KEY) != COMPLETE:
+        return False
+    return backend.count(Scope(doc_ids=(entry["doc_id"],))) == entry.get("chunks")
+
+
+def damage(backend: Backend) -> tuple[list[dict[str, Any]], set[str]]:
+    """Complete documents whose stored points are not exactly their recorded ones, and ids of documents whose points
+    have no entry at all. Cheap when nothing is wrong (one count against the registry's totals)."""
+    complete = backend.entries(COMPLETE)
+    if backend.count() == sum(int(e.get("chunks") or 0) for e in complete):
+        return [], set()
+    broken = [e for e in complete if not intact(backend, e)]
+    known = {e["doc_id"] for e in complete}
+    known.update(e["doc_id"] for status in (PENDING, DELETING) for e in backend.entries(status))
+    orphans: set[str] = set()
+    for batch in backend.points(with_vectors=False):
+        for p in batch:
+            doc_id = (p.payload.get(METADATA_KEY) or {}).get("doc_id")
+            if isinstance(doc_id, str) and doc_id not in known:
+                orphans.add(doc_id)
+    return broken, orphans
+
+
+def repair(backend: Backend) -> int:
+    """Remove what `damage` finds, each complete document as a journalled delete; returns how many documents."""
+    broken, orphans = damage(backend)
+    for entry in broken:
+        log.warning("Removing damaged document %s (%s): %d passages were recorded, others are stored",
+                    entry["doc_id"], entry.get("title"), entry.get("chunks"))
+        backend.put_entry({**entry, STATUS_KEY: DELETING})
+        backend.flush()
+        finish(backend, entry["doc_id"])
+    for doc_id in orphans:
+        log.warning("Removing passages of document %s, which is not in the library", doc_id)
+        backend.delete_document(doc_id)
+    if broken or orphans:
+        backend.flush()
+    return len(broken) + len(orphans)
