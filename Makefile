@@ -36,10 +36,12 @@ ocr:
 run: $(VENV)/.installed ocr
 	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS)
 
-## The lint and type gate: ruff (pyflakes, bugbear, isort, pyupgrade, simplify, blind except, unused noqa) and mypy on rag_core.
+## The lint and type gate: ruff (pyflakes, bugbear, isort, pyupgrade, simplify, blind except, unused noqa), mypy on
+## rag_core, and import-linter's layer contracts (.importlinter, docs/architecture.md).
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check rag_core ui pages app.py tests benchmarks deploy
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 test: $(VENV)/.installed-dev browser ocr
 	$(PY) -m pytest -q

@@ -126,7 +126,7 @@ def run(runs: int) -> dict:
                     pass
                 ans = stream.answer
                 modes[ans.mode] = modes.get(ans.mode, 0) + 1
-                if ans.mode != "ollama":
+                if ans.mode != "model":
                     continue
                 first.append(_ms(t_first))
                 for k in breakdown:

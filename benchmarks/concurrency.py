@@ -50,7 +50,7 @@ def run_round(hub: DemoHub, sessions: list, questions: int) -> dict:
             t = time.perf_counter()
             try:
                 ans = s.answer(QUESTIONS[(i + q) % len(QUESTIONS)])
-                if ans.mode not in ("ollama", "not_found"):
+                if ans.mode not in ("model", "not_found"):
                     raise RuntimeError(f"unexpected mode {ans.mode}: {ans.notice}")
             except Exception as e:  # noqa: BLE001 - counted and reported
                 with lock:

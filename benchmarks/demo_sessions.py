@@ -66,7 +66,7 @@ def visitor(runtime, i: int, out: dict, errors: list[str]) -> None:
         if getattr(result, "status", None) not in ("added", "unchanged"):
             raise RuntimeError(f"{file_name}: {getattr(result, 'status', result)} {getattr(result, 'error', '')}")
         t1 = time.perf_counter()
-        stream = ws.ask(question.format(i=i))
+        stream = ws.answer_stream(question.format(i=i))
         text = "".join(str(piece) for piece in stream)
         answer = stream.answer
         if answer is None or not (text or answer.text):

@@ -355,7 +355,7 @@ def main() -> None:
         if args.calibrate:
             report["calibration"] = calibrate(lib, ds, args.calibrate)
         for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
-            if mode == "extractive":
+            if mode == "quotes":
                 rows = run_mode(lib, settings, items, False, True, not args.quiet)
             elif mode == "llm":
                 from tests.llm_server import LLMServer

@@ -105,7 +105,7 @@ def main() -> None:
         else:
             lib.ingest_path(SMALL)
             answer = generation.answer(lib, "Which is better, beautiful or ugly?", settings)
-        assert answer.mode == "ollama", answer.notice
+        assert answer.mode == "model", answer.notice
         mark("after the first answer" + (" (10k-chunk library)" if args.library_10k else ""), time.perf_counter() - t)
 
         t = time.perf_counter()

@@ -8,15 +8,15 @@ import uuid
 import streamlit as st
 
 from rag_core.core.errors import ConversationUnreadable, DocChatError, LimitReached
+from rag_core.core.models import Step
 from rag_core.service import render
-from rag_core.service.conversations import Conversation, export_markdown, title_for
-from rag_core.service.live import DRAFT_STOPPED_NOTE, SEARCHING, LiveAnswer
-from rag_core.service.workspace import Workspace
+from rag_core.service.workspace import Conversation, LiveAnswer, Workspace
 from ui import state
 from ui.conversation_list import show_past_conversations
 from ui.navigation import require_app_entry
 from ui.safe import guarded
 from ui.sources import (
+    DRAFT_STOPPED_NOTE,
     TURN_FAILED,
     show_assistant_turn,
     show_draft,
@@ -72,14 +72,9 @@ def _current() -> Conversation:
 
 def _save(conv: Conversation) -> None:
     """Keep the conversation as it is now (a full disk is said once, never a traceback)."""
-    if not conv.titled_by_user:
-        first = next((t["text"] for t in conv.turns if t.get("role") == "user"), "")
-        conv.title = title_for(first)
-    try:
-        store.save(conv)
-    except OSError as e:
-        state.add_notice(f"This conversation could not be saved ({e.strerror or 'disk error'}); free some disk "
-                         "space and it will be saved with the next question.")
+    trouble = ws.save_conversation(conv)
+    if trouble:
+        state.add_notice(trouble)
 
 
 conv = _current()
@@ -172,11 +167,6 @@ def _delete_current() -> None:
     _open(Conversation())
 
 
-def _file_name(title: str) -> str:
-    slug = re.sub(r"[^\w-]+", "-", title.lower(), flags=re.UNICODE).strip("-")[:60]
-    return f"{slug or 'conversation'}.md"
-
-
 def _conversations_sidebar() -> None:
     with st.sidebar:
         st.button("New conversation", icon=":material/add_comment:", on_click=_new_conversation,
@@ -185,7 +175,8 @@ def _conversations_sidebar() -> None:
             with guarded("this conversation's menu"), st.popover("This conversation", icon=":material/more_horiz:",
                                                                   width="stretch"):
                 st.text_input("Name", value=conv.title, key="conv_title", on_change=_rename, max_chars=80)
-                st.download_button("Export as Markdown", data=export_markdown(conv), file_name=_file_name(conv.title),
+                markdown, file_name = ws.export_conversation(conv)
+                st.download_button("Export as Markdown", data=markdown, file_name=file_name,
                                    mime="text/markdown", icon=":material/download:", on_click="ignore")
                 st.button("Delete this conversation", icon=":material/delete:", on_click=_delete_current,
                           type="secondary")
@@ -244,7 +235,7 @@ def _stop_live() -> None:
 
 def _stage_line(live: LiveAnswer) -> str:
     stage = live.stage()
-    if stage.name == SEARCHING and not ws.search_ready():
+    if stage.name == Step.SEARCHING and not ws.search_ready():
         return "Getting the language understanding model ready (first question only)…"
     return stage.line()
 
@@ -269,8 +260,8 @@ def _ask(question: str, doc_ids: list[str] | None) -> None:
                 sources = st.empty()
             status.caption(":material/search: Searching your documents…")
             try:
-                live = st.session_state[LIVE] = turn["live"] = LiveAnswer(
-                    ws.ask(question, history=history, doc_ids=doc_ids, use_llm=prefs["use_llm"]))
+                live = st.session_state[LIVE] = turn["live"] = ws.ask(question, history=history, doc_ids=doc_ids,
+                                                                      use_llm=prefs["use_llm"])
             except LimitReached as e:  # a demo limit: a calm warning that says what to do
                 turn["error"], turn["error_kind"] = str(e), "warning"
             except DocChatError as e:

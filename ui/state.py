@@ -12,15 +12,12 @@ import streamlit as st
 
 from rag_core.core.config import Settings, load_settings
 from rag_core.core.errors import DocChatError, SettingsError
-from rag_core.demo.quotas import client_address
 from rag_core.service import render
-from rag_core.service.runtime import runtime_key
-from rag_core.service.workspace import OVERRIDABLE
+from rag_core.service.runtime import OVERRIDABLE, client_address, load_embedder, runtime_key
 
 if TYPE_CHECKING:  # imported lazily: loading them takes seconds, and the page paints first
-    from rag_core.service.runtime import Runtime
+    from rag_core.service.runtime import Embedder, Runtime
     from rag_core.service.workspace import Workspace
-    from rag_core.store.embeddings import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +107,7 @@ def _restore_choices(ws: Workspace) -> bool:
 @st.cache_resource(show_spinner=False)
 def _embedder(model_name: str) -> Embedder:
     """The embedding model, loading on a background thread: the page paints and lists the library meanwhile."""
-    from rag_core.store.embeddings import Embedder
-
-    return Embedder(model_name, background=True)
+    return load_embedder(model_name)
 
 
 def _release(rt: Runtime) -> None:

@@ -10,9 +10,7 @@ import streamlit as st
 
 from rag_core.core.errors import DocChatError
 from rag_core.service import render
-from rag_core.service.jobs import JobView
-from rag_core.service.workspace import Workspace
-from rag_core.sources.wikipedia import RefreshReport, WikiImportResult
+from rag_core.service.workspace import JobView, RefreshReport, WikiImportResult, Workspace
 from ui import state
 from ui.safe import label
 from ui.sources import show_details, show_message

@@ -59,10 +59,6 @@ class Deadline:
         """Seconds until the deadline (0 once passed or cancelled)."""
         return 0.0 if self.cancelled() else max(0.0, self.end - self.clock())
 
-    def expired(self) -> bool:
-        """True once the deadline has passed (or the work was cancelled)."""
-        return self.cancelled() or self.clock() >= self.end
-
     def check(self) -> None:
         """Raise IngestCancelled once cancelled, IngestTimedOut when the deadline has passed."""
         if self.cancelled():

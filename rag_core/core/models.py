@@ -5,9 +5,61 @@ import bisect
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 #: A progress callback: (stage, done, total), e.g. ("embedding", 120, 354). Every long step takes one.
 Progress = Callable[[str, int, int], None]
+
+
+class IngestStatus(StrEnum):
+    """What happened to one file added to the library (equal to the strings earlier releases used)."""
+
+    ADDED = "added"
+    UNCHANGED = "unchanged"  # already in the library
+    FAILED = "failed"  # with one sentence saying why
+    STOPPED = "stopped"  # by hand (the Stop button); nothing of it was kept
+
+
+
+class AnswerMode(StrEnum):
+    """What happened: the model wrote the answer, it quotes the documents, or the documents do not answer it."""
+
+    MODEL = "model"
+    QUOTES = "quotes"
+    NOT_FOUND = "not_found"
+
+    @classmethod
+    def read(cls, value: str) -> AnswerMode:
+        """The mode saved by this or an earlier release ("ollama" and "extractive" before 0.4); ValueError otherwise."""
+        return cls(_SAVED_MODES.get(value, value))
+
+
+_SAVED_MODES = {"ollama": "model", "extractive": "quotes"}
+
+
+class CitationStatus(StrEnum):
+    """How a citation (or a sentence) is backed, as the evidence check and the instruction check decided."""
+
+    CITED = "cited"  # not checked yet
+    VERIFIED = "verified"  # the model cited [n] and passage n holds the evidence
+    UNSUPPORTED = "unsupported"  # the model cited [n] but passage n does not back the sentence it was written after
+    MATCHED = "matched"  # the model wrote no (valid) marker; this passage backs the sentence
+    FLAGGED = "flagged"  # backed, but the passage contains instructions addressed to an AI
+    NO_CLAIM = "no_claim"  # sentences only: nothing to check (a heading line, a refusal, a question, filler)
+
+
+class Step(StrEnum):
+    """Where an answer run is: each is reported once, in this order (done, stopped or failed last)."""
+
+    SEARCHING = "searching"
+    READ = "read"  # the passages are found (StageEvent.passages)
+    WAITING = "waiting"  # for the model's first word
+    WRITING = "writing"
+    CHECKING = "checking"  # the draft against the passages
+    DONE = "done"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
 
 # Namespace for deterministic Qdrant point ids (uuid5 of "doc_id:index").
 _POINT_NS = uuid.UUID("6b1f3c1e-6a39-4c5e-9d55-8f0f1b5a2c11")
@@ -140,7 +192,7 @@ class Citation:
 
     n: int
     passage: Passage
-    status: str = "cited"  # "cited" | "verified" | "unsupported" | "matched" | "flagged" (rag_core.answer.injection.detect)
+    status: CitationStatus = CitationStatus.CITED
     evidence_start: int | None = None  # span inside passage text
     evidence_end: int | None = None
     # Set by rag_core.answer.grounding.evidence: how well the evidence span backs the sentence (0..1), and the spans of
@@ -155,7 +207,7 @@ class SentenceCheck:
 
     start: int  # span inside Answer.text, citation markers included
     end: int
-    status: str  # "verified" | "matched" | "unsupported" | "no_claim"
+    status: CitationStatus  # any but CITED and FLAGGED
     cited: tuple[int, ...] = ()  # the [n] the model wrote for it
     supported_by: tuple[int, ...] = ()  # the n whose passage holds its evidence (a cited one, or a match)
     support: float = 0.0  # score of the best evidence span found (0..1)
@@ -166,7 +218,7 @@ class Answer:
     """A reply: its text, the citations it really uses and every passage that was retrieved."""
 
     text: str
-    mode: str  # "ollama" | "extractive" | "not_found"
+    mode: AnswerMode
     citations: tuple[Citation, ...] = ()
     passages: tuple[Passage, ...] = ()
     incomplete: bool = False
@@ -178,3 +230,22 @@ class Answer:
     relevance: float | None = None  # dense cosine of the best passage in scope (the honesty check)
     context_passages: int = 0  # passages[:context_passages] were numbered [1..] for the model
     sentences: tuple[SentenceCheck, ...] = ()  # per-sentence evidence, filled by rag_core.answer.grounding.evidence.verify_answer
+
+    def unbacked(self) -> tuple[SentenceCheck, ...]:
+        """The sentences that cite [n] but that none of their cited passages backs (unsupported, or backed only by a
+        passage they did not cite): the ones a reader must be warned about."""
+        return tuple(ch for ch in self.sentences
+                     if ch.cited and ch.status in (CitationStatus.UNSUPPORTED, CitationStatus.MATCHED))
+
+    def flagged(self) -> tuple[Citation, ...]:
+        """The citations whose passage contains instructions addressed to an AI."""
+        return tuple(c for c in self.citations if c.passage.chunk.instructions)
+
+
+@dataclass(frozen=True)
+class StageEvent:
+    """One step of an answer run, as it happens: what, when (monotonic seconds) and, from READ on, the passages."""
+
+    step: Step
+    at: float
+    passages: tuple[Passage, ...] = ()

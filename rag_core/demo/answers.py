@@ -5,13 +5,13 @@ Kept apart from rag_core.demo.hub (the demo's rules) so that both stay small; no
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from rag_core.answer.generation import AnswerStream
 from rag_core.core.config import Settings
 from rag_core.core.errors import DemoTrouble, DocChatError
-from rag_core.core.models import Answer, Passage
+from rag_core.core.models import Answer, AnswerMode, Passage, StageEvent
 from rag_core.core.text import plural
 from rag_core.demo.quotas import MB, Usage
 
@@ -76,7 +76,7 @@ def public_answer(answer: Answer) -> Answer:
         answer = replace(answer, extra={k: v for k, v in answer.extra.items() if k != "details"})
     if not notice or not any(h in notice + details for h in _SERVER_HINTS):
         return answer
-    if answer.mode == "extractive":
+    if answer.mode == AnswerMode.QUOTES:
         notice = DEMO_NOTICE_LLM_DOWN
     elif answer.incomplete and "length limit" in notice:
         notice = DEMO_NOTICE_LENGTH
@@ -108,10 +108,9 @@ class DemoAnswerStream:
         a = self._inner.answer
         return None if a is None else public_answer(a)
 
-    @property
-    def stage(self) -> str:
-        """What the answer is doing now (see rag_core.service.live)."""
-        return self._inner.stage
+    def listen(self, listener: Callable[[StageEvent], None]) -> None:
+        """Call `listener` with every step of the answer (see AnswerStream.listen)."""
+        self._inner.listen(listener)
 
     @property
     def passages(self) -> list[Passage]:

@@ -27,7 +27,7 @@ from rag_core.answer.generation import start_answer
 from rag_core.answer.retrieval import DEFAULT_METHOD, retrieve
 from rag_core.core.config import Settings
 from rag_core.core.errors import DemoTrouble, DocChatError, DocumentNotFound, SampleReadOnly
-from rag_core.core.models import Answer, Document, DocumentInfo, Passage, Progress
+from rag_core.core.models import Answer, Document, DocumentInfo, IngestStatus, Passage, Progress
 from rag_core.demo.answers import DemoAnswerStream, llm_mode
 from rag_core.demo.quotas import Holdings, Ledger, Usage, visitors
 from rag_core.demo.samples import SAMPLES_DIR, sample_document, sample_files
@@ -159,14 +159,14 @@ class DemoHub:
                 doc = sample_document(data, path.name, self.settings)
             except DocChatError as e:
                 log.warning("Sample %s was not loaded: %s", path.name, e)
-                results.append(IngestResult(path.name, "failed", error=str(e)))
+                results.append(IngestResult(path.name, IngestStatus.FAILED, error=str(e)))
                 continue
             keep.add(scoped_doc_id(doc.doc_id, SHARED_OWNER))  # the id Library.ingest_document gives it
             try:
                 results.append(self.library.ingest_document(doc, owner=SHARED_OWNER, label=path.name, original=data))
             except DocChatError as e:
                 log.warning("Sample %s was not loaded: %s", path.name, e)
-                results.append(IngestResult(path.name, "failed", error=str(e)))
+                results.append(IngestResult(path.name, IngestStatus.FAILED, error=str(e)))
         for d in self.library.documents(owners=[SHARED_OWNER]):
             if d.doc_id not in keep:
                 log.info("Removing sample %s (its file is gone)", d.title)
@@ -324,10 +324,10 @@ class SessionLibrary:
                                                    original=data, deadline=deadline)
         except DocChatError as e:
             log.info("Demo upload failed: %s", e)
-            return IngestResult(name, "failed", error=str(e))
+            return IngestResult(name, IngestStatus.FAILED, error=str(e))
         except Exception:  # the visitor gets a sentence, the log gets the traceback
             log.exception("Unexpected failure in a demo upload")
-            return IngestResult(name, "failed", error=str(DemoTrouble(f"adding “{name}”")))
+            return IngestResult(name, IngestStatus.FAILED, error=str(DemoTrouble(f"adding “{name}”")))
         return result
 
     def import_wikipedia(self, title: str, lang: str = "en", progress: Progress | None = None) -> WikiImportResult:

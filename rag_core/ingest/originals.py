@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 import os
 import re
-import tempfile
 from pathlib import Path
 
 from rag_core.core.config import Settings
+from rag_core.core.files import write_atomic
 from rag_core.core.safe_files import read_bytes
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,8 @@ def original_path(settings: Settings, doc_id: str) -> Path:
 
 
 def save_original(settings: Settings, doc_id: str, data: bytes, kind: str) -> Path | None:
-    """Keep a private copy of an uploaded PDF (atomic write, owner-only permissions); other kinds are skipped."""
+    """Keep a private copy of an uploaded PDF (atomic, durable write; owner-only permissions); other kinds are
+    skipped."""
     if kind not in KINDS_KEPT:
         return None
     path = original_path(settings, doc_id)
@@ -40,15 +41,7 @@ def save_original(settings: Settings, doc_id: str, data: bytes, kind: str) -> Pa
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(path.parent, 0o700)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".upload-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data, mode=0o600)
     return path
 
 

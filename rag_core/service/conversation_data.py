@@ -9,7 +9,7 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from rag_core.core.models import Answer, Chunk, Citation, Passage, SentenceCheck, SourceMeta
+from rag_core.core.models import Answer, AnswerMode, Chunk, Citation, CitationStatus, Passage, SentenceCheck, SourceMeta
 
 FORMAT = 1
 MAX_TITLE = 80
@@ -73,14 +73,16 @@ def answer_from_dict(d: dict[str, Any]) -> Answer:
     d = _object(d, "an answer")
     if not isinstance(d.get("text"), str):
         raise ValueError("an answer has no text")
-    citations = tuple(replace(Citation(**{k: v for k, v in c.items() if k not in ("passage", "answer_spans")},
+    citations = tuple(replace(Citation(**{k: v for k, v in c.items() if k not in ("passage", "answer_spans", "status")},
+                                       status=CitationStatus(c.get("status", "cited")),
                                        passage=_passage(_object(c["passage"], "a passage"))),
                               answer_spans=tuple(tuple(s) for s in c.get("answer_spans") or ()))
                       for c in _objects(d.get("citations"), "citation"))
-    sentences = tuple(SentenceCheck(**{**s, "cited": tuple(s.get("cited") or ()),
+    sentences = tuple(SentenceCheck(**{**s, "status": CitationStatus(str(s.get("status"))), "cited": tuple(s.get("cited") or ()),
                                        "supported_by": tuple(s.get("supported_by") or ())})
                       for s in _objects(d.get("sentences"), "sentence check"))
     plain = {k: v for k, v in d.items() if k not in ("citations", "passages", "sentences", "extra")}
+    plain["mode"] = AnswerMode.read(str(plain.get("mode")))  # ValueError: not a mode of any release
     extra = {k: v for k, v in _object(d.get("extra") or {}, "extra").items()
              if k in KEPT_EXTRA and isinstance(v, (str, bool))}
     answer = Answer(**plain, citations=citations, passages=tuple(_passage(p) for p in _objects(d.get("passages"),

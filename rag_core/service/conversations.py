@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import re
 import stat
 import threading
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rag_core.core.errors import ConversationUnreadable
+from rag_core.core.files import write_atomic
 from rag_core.core.models import Answer, Citation
 from rag_core.core.safe_files import UnsafeFile, json_members_before, read_head, read_json
 from rag_core.service.conversation_data import (
@@ -109,20 +111,6 @@ def lock_for(path: Path) -> threading.RLock:
         if lock is None:
             lock = _LOCKS[key] = threading.RLock()
         return lock
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write a file so that a crash leaves either the old or the new version (OSError when the disk fails)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class MemoryConversations(_Renaming):
@@ -350,6 +338,12 @@ def _source_line(n: int, c: Citation) -> list[str]:
     quote = _plain(_quote(chunk.text, c.evidence_start, c.evidence_end))
     lines.append(f"> {quote}" + (f"  \n> *({status})*" if status else ""))
     return lines
+
+
+def file_name_for(title: str) -> str:
+    """A file name for a conversation's export that every system accepts."""
+    slug = re.sub(r"[^\w-]+", "-", title.lower(), flags=re.UNICODE).strip("-")[:60]
+    return f"{slug or 'conversation'}.md"
 
 
 def export_markdown(conv: Conversation) -> str:

@@ -10,6 +10,10 @@ and no one occupies every worker while others wait. Each job is bounded by the f
 `cancel(job_id)` stops a job (the Stop button): a queued one is marked stopped at once, a running one has its
 deadline made to pass now (rag_core.core.deadline.cancellable), so it ends at its next check with nothing stored, by the
 same path as a file that ran out of time, and its result says "stopped".
+
+Jobs belong to their owner, not to a browser tab: `owner_jobs(owner)` lists the queued, running and recently finished
+ones, so a reload or a second tab of the same person shows them. A finished job is kept until it is dismissed
+(`forget`), for at most KEEP_FOR_S after it ended, and only the newest KEEP_PER_OWNER finished ones of each owner.
 """
 from __future__ import annotations
 
@@ -21,11 +25,12 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from rag_core.core.deadline import cancellable
 from rag_core.core.errors import DocChatError, IngestCancelled
-from rag_core.core.models import Progress
+from rag_core.core.models import IngestStatus, Progress
 
 if TYPE_CHECKING:  # the library pulls in Qdrant and the model: pages import this module before painting
     from rag_core.service.library import IngestResult, Library
@@ -35,27 +40,54 @@ log = logging.getLogger(__name__)
 Work = Callable[[Progress], Any]  # returns a result with .status and .error (IngestResult, WikiImportResult, ...)
 STAGES = ("reading", "chunking", "embedding", "saving")
 STAGE_ALIASES = {"downloading": "reading", "ocr": "reading"}  # downloading (Wikipedia) and OCR are reading
+KEEP_PER_OWNER = 20  # finished jobs shown to one person (the newest); older ones are forgotten
+KEEP_FOR_S = 3600.0  # a finished job nobody dismissed is forgotten this long after it ended
+
+
+class JobState(StrEnum):
+    """Where a job is: waiting its turn, being worked on, or finished (its result says how)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
 
 
 @dataclass(frozen=True)
 class JobView:
-    """A snapshot of one queued or finished ingest."""
+    """A snapshot of one queued, running or finished ingest."""
 
     id: str
     label: str
     owner: str | None
-    state: str  # "queued" | "running" | "done"
+    state: JobState
     stage: str = ""  # one of STAGES while running
     done: int = 0
     total: int = 0
     result: Any = None  # what the work returned (IngestResult for files), set when done
     kind: str = "file"  # "file" | "wikipedia" | "refresh" (how pages describe it)
     submitted: float = 0.0
+    ended: float = 0.0  # when it finished (the queue's clock), 0 until then
+    stopping: bool = False  # Stop was pressed; it ends at its next check
+
+    @property
+    def queued(self) -> bool:
+        """True while it waits for its turn."""
+        return self.state == JobState.QUEUED
+
+    @property
+    def running(self) -> bool:
+        """True while it is being worked on."""
+        return self.state == JobState.RUNNING
+
+    @property
+    def finished(self) -> bool:
+        """True once it has a result (added, unchanged, failed or stopped)."""
+        return self.state == JobState.DONE
 
     @property
     def fraction(self) -> float:
         """Overall progress 0..1: each ingest stage is a quarter, filled by its done/total."""
-        if self.state == "done":
+        if self.state == JobState.DONE:
             return 1.0
         part = max(0.0, min((self.done / self.total) if self.total else 0.0, 1.0))
         stage = STAGE_ALIASES.get(self.stage, self.stage)
@@ -68,9 +100,14 @@ class IngestQueue:
     """Runs ingests on up to `workers` daemon threads, one job per owner at a time, owners in turn; thread-safe,
     one per process."""
 
-    def __init__(self, library: Library, keep_finished: int = 500, workers: int | None = None) -> None:
+    def __init__(self, library: Library, keep_finished: int = 500, workers: int | None = None,
+                 keep_per_owner: int = KEEP_PER_OWNER, keep_for_s: float = KEEP_FOR_S,
+                 clock: Callable[[], float] = time.time) -> None:
         self.library = library
-        self.keep_finished = keep_finished
+        self.keep_finished = keep_finished  # finished jobs kept in all
+        self.keep_per_owner = keep_per_owner
+        self.keep_for_s = keep_for_s
+        self.clock = clock
         self.workers = workers or library.settings.ingest_workers
         self._jobs: dict[str, JobView] = {}
         self._work: dict[str, Work] = {}
@@ -89,7 +126,7 @@ class IngestQueue:
         """Queue a unit of work (it gets a progress callback and returns a result); returns the job id."""
         job_id = uuid.uuid4().hex
         with self._changed:
-            self._jobs[job_id] = JobView(job_id, label, owner, "queued", kind=kind, submitted=time.time())
+            self._jobs[job_id] = JobView(job_id, label, owner, JobState.QUEUED, kind=kind, submitted=self.clock())
             self._work[job_id] = work
             self._cancel[job_id] = threading.Event()
             self._waiting.setdefault(owner, deque()).append(job_id)
@@ -112,10 +149,12 @@ class IngestQueue:
         with self._changed:
             job = self._jobs.get(job_id)
             event = self._cancel.get(job_id)
-            if job is None or job.owner != owner or job.state == "done" or event is None:
+            if job is None or job.owner != owner or job.finished or event is None:
                 return False
             event.set()
-            if job.state != "queued":
+            if not job.queued:
+                self._jobs[job_id] = replace(job, stopping=True)
+                self._changed.notify_all()
                 log.info("Stopping %s (cancelled)", job.label)
                 return True
             queued = self._waiting.get(owner)
@@ -125,7 +164,8 @@ class IngestQueue:
                     del self._waiting[owner]
             work = self._work.pop(job_id)
             del self._cancel[job_id]
-            self._jobs[job_id] = replace(job, state="done", result=_stopped(job.label))
+            self._jobs[job_id] = replace(job, state=JobState.DONE, result=_stopped(job.label), ended=self.clock(),
+                                         stopping=True)
             self._changed.notify_all()
         log.info("Removed %s from the queue (cancelled)", job.label)
         if job.kind != "file":
@@ -159,8 +199,15 @@ class IngestQueue:
     def active(self, owner: str | None = None) -> list[JobView]:
         """Jobs of `owner` that are queued or running, oldest first."""
         with self._lock:
-            return sorted((j for j in self._jobs.values() if j.state != "done" and j.owner == owner),
+            return sorted((j for j in self._jobs.values() if not j.finished and j.owner == owner),
                           key=lambda j: j.submitted)
+
+    def owner_jobs(self, owner: str | None = None) -> list[JobView]:
+        """Every job of `owner` still to show: queued, running, and finished ones not yet dismissed (nor older than
+        `keep_for_s`), oldest first."""
+        self._prune()
+        with self._lock:
+            return sorted((j for j in self._jobs.values() if j.owner == owner), key=lambda j: j.submitted)
 
     def busy(self, owner: str | None = None) -> bool:
         """True while any of `owner`'s files are still being added."""
@@ -171,7 +218,7 @@ class IngestQueue:
         ids = list(job_ids)
         deadline = time.monotonic() + timeout
         with self._changed:
-            while any(self._jobs.get(j) and self._jobs[j].state != "done" for j in ids):
+            while any(self._jobs.get(j) and not self._jobs[j].finished for j in ids):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -182,7 +229,7 @@ class IngestQueue:
         """Drop finished jobs from memory."""
         with self._lock:
             for j in job_ids:
-                if j in self._jobs and self._jobs[j].state == "done":
+                if j in self._jobs and self._jobs[j].finished:
                     del self._jobs[j]
 
     # -- scheduling (under the lock) -------------------------------------------
@@ -236,12 +283,12 @@ class IngestQueue:
                 event = self._cancel.get(job_id) or threading.Event()
                 view = self._jobs[job_id]
             try:
-                self._update(job_id, state="running", stage="")
+                self._update(job_id, state=JobState.RUNNING, stage="")
                 with cancellable(event):
                     result = self._execute(job_id, view.label, work)
-                if event.is_set() and view.kind == "file" and getattr(result, "status", None) == "failed":
+                if event.is_set() and view.kind == "file" and getattr(result, "status", None) == IngestStatus.FAILED:
                     result = _stopped(view.label)  # stopped by hand: whatever it failed with on the way out
-                self._update(job_id, state="done", result=result)
+                self._update(job_id, state=JobState.DONE, result=result, ended=self.clock())
             finally:
                 with self._changed:
                     self._cancel.pop(job_id, None)
@@ -262,18 +309,26 @@ class IngestQueue:
         except IngestCancelled:
             return _stopped(label)
         except DocChatError as e:
-            return IngestResult(label, "failed", error=str(e), details=e.details)
+            return IngestResult(label, IngestStatus.FAILED, error=str(e), details=e.details)
         except Exception:  # the worker must survive; the user gets a sentence, the log the traceback
             log.exception("Unexpected failure while adding %s", label)
-            return IngestResult(label, "failed", error=(
+            return IngestResult(label, IngestStatus.FAILED, error=(
                 f"“{label}”: something unexpected went wrong while adding this; your library was not changed. "
                 "Try again in a moment."))
 
     def _prune(self) -> None:
+        """Forget finished jobs that ended over `keep_for_s` ago, those past the newest `keep_per_owner` of their
+        owner, and those past the newest `keep_finished` in all."""
         with self._lock:
-            done = sorted((j for j in self._jobs.values() if j.state == "done"), key=lambda j: j.submitted)
-            for j in done[:max(0, len(done) - self.keep_finished)]:
-                del self._jobs[j.id]
+            old = self.clock() - self.keep_for_s
+            order = {job_id: n for n, job_id in enumerate(self._jobs)}  # submission order, for equal times
+            done = sorted((j for j in self._jobs.values() if j.finished), key=lambda j: (j.ended, order[j.id]),
+                          reverse=True)  # newest first
+            seen: dict[str | None, int] = {}
+            for rank, j in enumerate(done):
+                seen[j.owner] = seen.get(j.owner, 0) + 1
+                if j.ended < old or seen[j.owner] > self.keep_per_owner or rank >= self.keep_finished:
+                    del self._jobs[j.id]
 
     def close(self, timeout: float = 5.0, grace: float = 2.0) -> bool:
         """Let the workers finish the jobs already queued for up to `timeout` seconds, then stop what is left (queued
@@ -282,7 +337,7 @@ class IngestQueue:
         if self._idle_within(timeout):
             return True
         with self._lock:
-            left = [(j.id, j.owner) for j in self._jobs.values() if j.state != "done"]
+            left = [(j.id, j.owner) for j in self._jobs.values() if not j.finished]
         log.info("Stopping %d ingest job(s) still queued or running", len(left))
         for job_id, owner in left:
             self.cancel(job_id, owner)
@@ -307,4 +362,4 @@ def _stopped(label: str) -> Any:
     """The result of a job stopped by hand."""
     from rag_core.service.library import IngestResult
 
-    return IngestResult(label, "stopped", error=str(IngestCancelled(label)))
+    return IngestResult(label, IngestStatus.STOPPED, error=str(IngestCancelled(label)))

@@ -18,7 +18,7 @@ from rag_core.answer.retrieval import retrieve
 from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
 from rag_core.core.errors import DocChatError, FileTooLarge, NotARegularFile, NoText
-from rag_core.core.models import Document, DocumentInfo, Passage, Progress
+from rag_core.core.models import Document, DocumentInfo, IngestStatus, Passage, Progress
 from rag_core.ingest.chunking import chunk_document, estimate
 from rag_core.ingest.loaders import check_size, load_bytes, read_file
 from rag_core.ingest.originals import KINDS_KEPT, delete_original, load_original, save_original
@@ -38,7 +38,7 @@ class IngestResult:
     """What happened to one file."""
 
     path: str
-    status: str  # "added" | "unchanged" | "failed"
+    status: IngestStatus  # a plain string given here ("failed") becomes the enum
     doc_id: str | None = None
     chunks: int = 0
     pages: int | None = None
@@ -46,9 +46,13 @@ class IngestResult:
     error: str | None = None
     details: str = ""  # the technical part of a failure (a setting's name), shown folded away under the error
 
+    def __post_init__(self) -> None:
+        """Take "added", "failed", ... as their enum members."""
+        object.__setattr__(self, "status", IngestStatus(self.status))
+
     def as_json(self) -> dict:
         """The CLI's JSON shape."""
-        return {"path": self.path, "status": self.status, "doc_id": self.doc_id, "chunks": self.chunks,
+        return {"path": self.path, "status": str(self.status), "doc_id": self.doc_id, "chunks": self.chunks,
                 "pages": self.pages, "title": self.title, "error": self.error}
 
 
@@ -95,7 +99,8 @@ class Library:
         existing = self.store.intact(doc.doc_id)  # None too when its passages are not all stored: added again
         if existing is not None:
             self._keep_original(doc.doc_id, doc.source.kind, original)  # repairs a copy lost or never made
-            return IngestResult(name, "unchanged", doc.doc_id, existing.chunks, existing.pages, existing.title)
+            return IngestResult(name, IngestStatus.UNCHANGED, doc.doc_id, existing.chunks, existing.pages,
+                                existing.title)
         doc = replace(doc, source=stamp(doc.source))
         progress("chunking", 0, 1)
         self._refuse_if_too_slow(doc, deadline)
@@ -111,7 +116,7 @@ class Library:
         info = self.store.add_chunks(doc.source, chunks, doc.page_count, owner=owner, progress=progress,
                                      vectors=vectors)
         self._keep_original(info.doc_id, doc.source.kind, original)
-        return IngestResult(name, "added", info.doc_id, info.chunks, info.pages, info.title)
+        return IngestResult(name, IngestStatus.ADDED, info.doc_id, info.chunks, info.pages, info.title)
 
     def _refuse_if_too_slow(self, doc: Document, deadline: Deadline) -> None:
         """IngestTimedOut now, before any chunking, when a large document clearly cannot be split and embedded within
@@ -129,9 +134,11 @@ class Library:
         if per_chunk is None:  # time the model on samples: a few first, to give up early when clearly hopeless
             samples = list(est.samples[:_SPEED_SAMPLE_MIN])
             started = time.monotonic()
-            self.embedder.encode(samples[:4])
+            self.embedder.encode(samples[:4], background=True)
             deadline.refuse_if_longer(chunking_s + est.passages * (time.monotonic() - started) / len(samples[:4]) / 2)
-            self.embedder.encode(samples[4:])
+            for i in range(4, len(samples), 4):  # in steps of 4, each about a second on a busy machine: Stop is
+                deadline.check()                     # seen between them
+                self.embedder.encode(samples[i:i + 4], background=True)
             per_chunk = self._learn_speed(len(samples), time.monotonic() - started)
         log.info("%s: about %d passages, about %.0f s to split and %.0f s to embed (%.0f s left of its budget)",
                  doc.source.file_name, est.passages, chunking_s, est.passages * per_chunk, deadline.left())
@@ -168,10 +175,10 @@ class Library:
             return self.ingest_document(doc, owner, progress, label, original=data, deadline=deadline)
         except DocChatError as e:
             log.info("Could not add %s: %s", file_name, e)
-            return IngestResult(label, "failed", error=str(e), details=e.details)
+            return IngestResult(label, IngestStatus.FAILED, error=str(e), details=e.details)
         except Exception:  # the user gets a sentence, the log gets the traceback
             log.exception("Unexpected failure while adding %s", file_name)
-            return IngestResult(label, "failed", error=(
+            return IngestResult(label, IngestStatus.FAILED, error=(
                 f"“{file_name}”: something unexpected went wrong while reading this file; your library was not "
                 "changed. Try again, and if it keeps failing, convert the file to PDF and upload that."))
 
@@ -180,9 +187,10 @@ class Library:
         try:
             data = read_file(path, self.settings)
         except OSError as e:
-            return IngestResult(str(path), "failed", error=f"“{path.name}”: the file could not be opened ({e.strerror}).")
+            return IngestResult(str(path), IngestStatus.FAILED,
+                                error=f"“{path.name}”: the file could not be opened ({e.strerror}).")
         except (FileTooLarge, NotARegularFile) as e:
-            return IngestResult(str(path), "failed", error=str(e), details=e.details)
+            return IngestResult(str(path), IngestStatus.FAILED, error=str(e), details=e.details)
         return self.ingest_bytes(data, path.name, owner, progress, label=str(path))
 
     # -- read / delete -------------------------------------------------------

@@ -12,44 +12,36 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from rag_core.core.models import Answer, Passage
+from rag_core.core.models import Answer, Passage, StageEvent, Step
 
 log = logging.getLogger(__name__)
 
-SEARCHING, WAITING, WRITING, CHECKING, DONE = "searching", "waiting", "writing", "checking", "done"
 SHOW_SECONDS_AFTER = 2.0  # the waiting line starts counting seconds after this long
 
-# The text streams in as a draft: only its checked version (rag_core.answer.generation: the sentences the documents back, or
-# the closest quotes) is the answer. Pages show the draft visibly as one, and replace it with the checked answer.
-DRAFT_NOTE = "Draft — checking against your documents…"
-DRAFT_STOPPED_NOTE = "Stopped — checking what was written against your documents…"
-UNCHECKED_NOTE = ("This answer was stopped before it could be checked against your documents, so it is not shown. "
-                  "Ask again for a checked answer.")
-UNCHECKED_DETAILS = "What the model wrote (not checked against your documents): {text}"
 
 
 @dataclass(frozen=True)
 class Stage:
     """What the reply is doing now, since when, and over how many passages."""
 
-    name: str
+    name: Step
     seconds: float  # how long it has been in this stage
     passages: int = 0
 
     def line(self) -> str:
         """One short sentence for the person waiting."""
-        if self.name == SEARCHING:
+        if self.name == Step.SEARCHING:
             return "Searching your documents…" + (f" {int(self.seconds)} s" if self.seconds >= SHOW_SECONDS_AFTER else "")
-        if self.name == WAITING:
+        if self.name in (Step.READ, Step.WAITING):
             reading = f"Read {self.passages} passage{'' if self.passages == 1 else 's'}; w" if self.passages else "W"
             wait = f"{reading}aiting for the model's first word…"
             return wait + (f" {int(self.seconds)} s" if self.seconds >= SHOW_SECONDS_AFTER else "")
-        if self.name == WRITING:
+        if self.name == Step.WRITING:
             return "Writing a draft…"
-        if self.name == CHECKING:
+        if self.name == Step.CHECKING:
             return "Checking the draft against your documents…"
         return ""
 
@@ -83,7 +75,8 @@ def drain(library: object | None, timeout: float, grace: float) -> int:
 
 
 class LiveAnswer:
-    """Runs an answer stream (iterate for text, then `.answer`, `.close()`) on a thread; poll it from the page."""
+    """An answer run: the answer stream (iterate for text, then `.answer`, `.close()`) on its own thread, reporting
+    each step as a typed StageEvent (`events()`); poll it from the page."""
 
     def __init__(self, stream: Any, clock: Callable[[], float] = time.monotonic) -> None:
         self.stream = stream
@@ -93,13 +86,20 @@ class LiveAnswer:
         self._pieces: queue.Queue[str | None] = queue.Queue()
         self._stop = threading.Event()
         self._finished = threading.Event()
-        self._stage_name = SEARCHING
-        self._stage_since = clock()
+        self._started = clock()
+        self._events: list[StageEvent] = []
+        self._events_lock = threading.Lock()
         self.library = getattr(stream, "library", None)  # what it reads (None: not known), see drain()
+        if hasattr(stream, "listen"):  # an AnswerStream (or the demo's): its steps, as they happen
+            stream.listen(self._on_event)
         self._thread = threading.Thread(target=self._run, name="docchat-answer", daemon=True)
         with _RUNNING_LOCK:
             _RUNNING.add(self)
         self._thread.start()
+
+    def _on_event(self, event: StageEvent) -> None:
+        with self._events_lock:
+            self._events.append(replace(event, at=self.clock()))
 
     # -- the thread --------------------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -149,10 +149,16 @@ class LiveAnswer:
         """True when the stream has ended (answered, failed or stopped)."""
         return self._finished.is_set()
 
+    def events(self) -> list[StageEvent]:
+        """The steps so far, in order (searching, read N passages, waiting, writing, checking, done|stopped|failed)."""
+        with self._events_lock:
+            return list(self._events)
+
     @property
     def passages(self) -> list[Passage]:
         """The passages found so far (empty until retrieval is done)."""
-        return list(getattr(self.stream, "passages", None) or ())
+        found = [e.passages for e in self.events() if e.passages]
+        return list(found[-1]) if found else list(getattr(self.stream, "passages", None) or ())
 
     @property
     def answer(self) -> Answer | None:
@@ -160,10 +166,15 @@ class LiveAnswer:
         return getattr(self.stream, "answer", None) if self._finished.is_set() else None
 
     def stage(self) -> Stage:
-        """What is happening now."""
-        name = getattr(self.stream, "stage", None) or (WRITING if self.text else SEARCHING)
-        if self._finished.is_set():
-            name = DONE
-        if name != self._stage_name:
-            self._stage_name, self._stage_since = name, self.clock()
-        return Stage(name, self.clock() - self._stage_since, len(self.passages))
+        """What is happening now, and for how long."""
+        events = self.events()
+        if events:
+            last = events[-1]
+            name, since = last.step, last.at
+            if self._finished.is_set() and name not in (Step.DONE, Step.STOPPED, Step.FAILED):
+                name = Step.STOPPED if self.stopped else Step.DONE
+            passages = len(self.passages)
+        else:  # a stream that does not report its steps: what the text says
+            name = Step.DONE if self._finished.is_set() else Step.WRITING if self.text else Step.SEARCHING
+            since, passages = self._started, 0
+        return Stage(name, self.clock() - since, passages)

@@ -13,8 +13,9 @@ from typing import Any, Protocol
 
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError
+from rag_core.core.files import write_atomic
 from rag_core.core.safe_files import read_json
-from rag_core.service.conversations import lock_for, write_atomic
+from rag_core.service.conversations import lock_for
 
 log = logging.getLogger(__name__)
 

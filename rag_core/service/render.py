@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from rag_core.core.models import Chunk
+from rag_core.core.text import plural as plural  # for the pages: "1 page", "3 passages"
 from rag_core.core.text import sentences
 
 if TYPE_CHECKING:  # PyMuPDF and Tesseract only when a page is drawn

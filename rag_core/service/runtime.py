@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rag_core.core.config import Settings
+from rag_core.demo.quotas import client_address
 from rag_core.service import live
 from rag_core.service.conversations import SessionConversations
 from rag_core.service.jobs import IngestQueue
@@ -22,8 +23,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+__all__ = ["OVERRIDABLE", "Runtime", "client_address", "load_embedder", "runtime_key", "session_settings"]
+
 SHUTDOWN_WAIT_S = 5.0  # on close, answers and ingests still running may finish within this
 SHUTDOWN_GRACE_S = 2.0  # then they are stopped, and get this long to let go before the store closes
+
+
+def load_embedder(model_name: str) -> Embedder:
+    """The embedding model, loading on a background thread (a page paints and lists the library meanwhile)."""
+    from rag_core.store.embeddings import Embedder
+
+    return Embedder(model_name, background=True)
 
 
 def session_settings(base: Settings, overrides: Mapping[str, Any]) -> Settings:

@@ -1,4 +1,6 @@
-"""The one interface the pages talk to: documents, add files, import Wikipedia, delete, ask, limits.
+"""The one interface the pages talk to: documents, add files, import Wikipedia, delete, ask, limits, conversations,
+the language model's status. Pages and ui/ import only this module (and the data contract in rag_core.core); the
+types they need from the rooms behind it are re-exported here (import-linter checks it: `make lint`).
 
 Two implementations: `LocalWorkspace` (one person's library on this computer) and `DemoWorkspace` (one visitor of the
 hosted demo: their own documents plus the shared samples, with the demo's limits). The demo's rules live here and in
@@ -14,17 +16,32 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rag_core.answer.model_server import OllamaStatus, PullProgress
 from rag_core.core.config import Settings
 from rag_core.core.models import Answer, DocumentInfo, Passage
-from rag_core.service.conversations import Conversations, FileConversations, MemoryConversations
+from rag_core.service.conversations import (
+    Conversation,
+    Conversations,
+    FileConversations,
+    Listing,
+    MemoryConversations,
+    export_markdown,
+    file_name_for,
+    title_for,
+)
 from rag_core.service.jobs import IngestQueue, JobView, Work
+from rag_core.service.live import LiveAnswer
 from rag_core.service.preferences import SETTING_CHOICES, FilePreferences, MemoryPreferences, Preferences
+from rag_core.sources.wikipedia import RefreshReport, WikiImportResult
 
 if TYPE_CHECKING:
     from rag_core.demo.hub import SessionLibrary
     from rag_core.service.library import Library
 
 log = logging.getLogger(__name__)
+
+__all__ = ["Conversation", "JobView", "Limits", "Listing", "LiveAnswer", "LocalWorkspace", "DemoWorkspace",
+           "OllamaStatus", "PullProgress", "RefreshReport", "WikiImportResult", "Workspace"]
 
 OVERRIDABLE = SETTING_CHOICES  # what the Settings page may change for one session
 SERVER_ONLY = ("ollama_host", "ollama_model")  # in the hosted demo only the server decides these
@@ -126,8 +143,11 @@ class Workspace:
 
         return list(search(self.settings, words, lang=lang, limit=limit))
 
-    def jobs(self, job_ids: Iterable[str]) -> list[JobView]:
-        """Snapshots of this person's jobs, in the order asked."""
+    def jobs(self, job_ids: Iterable[str] | None = None) -> list[JobView]:
+        """Snapshots of this person's jobs: the ones asked for, in that order, or (None) every one still to show,
+        oldest first: queued, running, and finished ones not yet dismissed, whichever tab or session started them."""
+        if job_ids is None:
+            return self.queue.owner_jobs(self.owner)
         return [j for j in self.queue.jobs(job_ids) if j.owner == self.owner]
 
     def active_jobs(self) -> list[JobView]:
@@ -140,14 +160,50 @@ class Workspace:
         return self.queue.cancel(job_id, owner=self.owner)
 
     def forget_jobs(self, job_ids: Iterable[str]) -> None:
-        """Drop finished jobs from the list."""
+        """Dismiss finished jobs of this person: no session lists them any more (running ones stay)."""
         self.queue.forget([j.id for j in self.jobs(job_ids)])
 
     # -- asking ----------------------------------------------------------------------
     def ask(self, question: str, history: Sequence[tuple[str, str]] = (), doc_ids: Sequence[str] | None = None,
-            use_llm: bool = True) -> AnswerStreamLike:
-        """Start a streamed, cited answer from this person's documents."""
+            use_llm: bool = True) -> LiveAnswer:
+        """Start answering on a thread: the run reports each step (StageEvent), streams its text, can be stopped."""
+        return LiveAnswer(self.answer_stream(question, history, doc_ids, use_llm))
+
+    def answer_stream(self, question: str, history: Sequence[tuple[str, str]] = (),
+                      doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:
+        """The answer as a stream iterated by the caller (the command line, benchmarks): text, then `answer`."""
         raise NotImplementedError
+
+    # -- conversations -------------------------------------------------------------------
+    def save_conversation(self, conv: Conversation) -> str | None:
+        """Keep `conv` as it is now, titled by its first question unless the person named it; returns one sentence
+        when it could not be saved (a full disk), else None."""
+        if not conv.titled_by_user:
+            conv.title = title_for(next((t["text"] for t in conv.turns if t.get("role") == "user"), ""))
+        try:
+            self.conversations.save(conv)
+        except OSError as e:
+            log.warning("Cannot save conversation %s: %s", conv.id, e)
+            return (f"This conversation could not be saved ({e.strerror or 'disk error'}); free some disk space and "
+                    "it will be saved with the next question.")
+        return None
+
+    def export_conversation(self, conv: Conversation) -> tuple[str, str]:
+        """(the conversation as Markdown, a file name for it)."""
+        return export_markdown(conv), file_name_for(conv.title)
+
+    # -- the language model -------------------------------------------------------------
+    def model_status(self, settings: Settings | None = None) -> OllamaStatus:
+        """Whether the model server answers and which models it has (never raises)."""
+        from rag_core.answer.model_server import ollama_status
+
+        return ollama_status(settings or self.settings)
+
+    def pull_model(self, name: str, settings: Settings | None = None) -> Iterable[PullProgress]:
+        """Download a model into the model server, yielding progress (an LLMError on failure)."""
+        from rag_core.answer.model_server import pull_model
+
+        return pull_model(settings or self.settings, name)
 
     def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Passage]:
         """Top-k passages from this person's documents."""
@@ -163,12 +219,10 @@ class Workspace:
 
     def model_line(self, use_llm: bool) -> tuple[str, str] | None:
         """("ok"|"warn", one calm sentence about who writes the answers), or None when the banner says it."""
-        from rag_core.answer.model_server import ollama_status
-
         model = self.settings.ollama_model
         if not use_llm:
             return "ok", "Answers quote your documents directly (the language model is switched off in Settings)."
-        status = ollama_status(self.settings)
+        status = self.model_status()
         if not status.reachable:
             return "warn", ("The language model (Ollama) is not running, so answers quote your documents directly. "
                             "See Settings to set it up.")
@@ -242,8 +296,8 @@ class LocalWorkspace(Workspace):
 
         return self._submit("Wikipedia articles", work, "refresh")
 
-    def ask(self, question: str, history: Sequence[tuple[str, str]] = (), doc_ids: Sequence[str] | None = None,
-            use_llm: bool = True) -> AnswerStreamLike:
+    def answer_stream(self, question: str, history: Sequence[tuple[str, str]] = (),
+                      doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:
         """Stream an answer written by the configured model (or quoted, without one)."""
         from rag_core.answer.generation import start_answer
 
@@ -335,8 +389,8 @@ class DemoWorkspace(Workspace):
 
         return self._submit("Wikipedia articles", work, "refresh")
 
-    def ask(self, question: str, history: Sequence[tuple[str, str]] = (), doc_ids: Sequence[str] | None = None,
-            use_llm: bool = True) -> AnswerStreamLike:
+    def answer_stream(self, question: str, history: Sequence[tuple[str, str]] = (),
+                      doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:
         """Count the question against the rate limit (LimitReached), then stream an answer."""
         return self.session.start_answer(question, history=history, doc_ids=doc_ids, k=self.settings.top_k,
                                          use_llm=use_llm)

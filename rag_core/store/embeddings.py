@@ -12,6 +12,11 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+# torch's OpenMP threads wait for each other by spinning: on a busy machine (2 cores, other programs running) a
+# spinning thread holds the core its partner needs, and one batch of 8 passages took 3-4 s instead of 1.6 (a batch of
+# 1: 12-16 s instead of 2), so Stop and progress froze during "Learning what each passage is about…" (issue 24).
+# Waiting threads sleep instead. Read once, when torch loads (lazily, in Embedder._load): set before that.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -27,33 +32,41 @@ BATCH_SIZE = 32
 # (a library stamped with another version is re-encoded on open, see rag_core.store.vector_store.Store._reencode_lexical).
 LEXICAL_VERSION = "qdrant-bm25-english-nostop-1"
 LEXICAL_LANGUAGE = "english"  # Snowball stemmer of Qdrant's Bm25 (its stop-word list is switched off)
+# Questions served in a row while an upload's batch waits for the model; then the batch runs (so questions asked
+# back to back slow an upload down but never stop it).
+URGENT_RUN = 8
 
 
 class FairLock:
-    """A lock handed to its waiters in arrival order (a plain Lock lets the thread that just released it take it
-    straight back, so an upload's back-to-back batches starved a waiting question for the whole upload). A waiter
-    that times out or is interrupted leaves the queue, so the lock always passes on to someone who still wants it."""
+    """A lock handed to its waiters in turn (a plain Lock lets the thread that just released it take it straight back,
+    so an upload's back-to-back batches starved a waiting question for the whole upload), with two lines: waiters
+    for a question (the default) go before background ones (an upload's next batch), each line in arrival order.
+    So a question waits for the batch in progress at most, not for another upload's batch waiting already; after
+    URGENT_RUN hand-offs in a row to questions, a waiting batch gets its turn. A waiter that times out or is
+    interrupted leaves its line, so the lock always passes on to someone who still wants it."""
 
     def __init__(self) -> None:
         self._mutex = threading.Lock()
         self._held = False
-        self._waiters: deque[threading.Event] = deque()
+        self._urgent: deque[threading.Event] = deque()
+        self._background: deque[threading.Event] = deque()
+        self._run = 0  # hand-offs in a row to a question while a background waiter waited
 
     @property
     def waiting(self) -> int:
         """How many threads are waiting for their turn."""
         with self._mutex:
-            return len(self._waiters)
+            return len(self._urgent) + len(self._background)
 
-    def acquire(self, timeout: float | None = None) -> bool:
-        """Take the lock, waiting in line up to `timeout` seconds (None: as long as it takes); False when the wait
-        timed out (the waiter has then left the line)."""
+    def acquire(self, timeout: float | None = None, background: bool = False) -> bool:
+        """Take the lock, waiting in line up to `timeout` seconds (None: as long as it takes), behind the questions
+        when `background`; False when the wait timed out (the waiter has then left the line)."""
         with self._mutex:
             if not self._held:
                 self._held = True
                 return True
             turn = threading.Event()
-            self._waiters.append(turn)
+            (self._background if background else self._urgent).append(turn)
         try:
             if turn.wait(timeout):  # the releasing thread hands the lock over directly: it stays held
                 return True
@@ -64,18 +77,23 @@ class FairLock:
         return self._leave(turn)  # timed out: unless the lock was handed over just now
 
     def _leave(self, turn: threading.Event) -> bool:
-        """A waiter stops waiting: out of the line; True when the lock was handed to it meanwhile (it holds it)."""
+        """A waiter stops waiting: out of its line; True when the lock was handed to it meanwhile (it holds it)."""
         with self._mutex:
             if turn.is_set():
                 return True
-            self._waiters.remove(turn)
+            (self._urgent if turn in self._urgent else self._background).remove(turn)
             return False
 
     def release(self) -> None:
-        """Hand the lock to the longest waiter, or free it."""
+        """Hand the lock to the longest-waiting question (a background waiter after URGENT_RUN of them in a row),
+        else to the longest background waiter, or free it."""
         with self._mutex:
-            if self._waiters:
-                self._waiters.popleft().set()
+            if self._urgent and not (self._background and self._run >= URGENT_RUN):
+                self._run = self._run + 1 if self._background else 0
+                self._urgent.popleft().set()
+            elif self._background:
+                self._run = 0
+                self._background.popleft().set()
             else:
                 self._held = False
 
@@ -138,7 +156,7 @@ class Embedder(Embeddings):
         self._ready = threading.Event()
         self._error: BaseException | None = None
         # torch inference is thread-safe enough, but two big batches at once only thrash 2 cores. Handed over in
-        # arrival order: a question waits for at most the one upload batch in progress, never the whole upload.
+        # turn, questions first: a question waits for at most the one upload batch in progress, never the upload.
         self._lock = FairLock()
         self._counter_lock = threading.Lock()
         if background:
@@ -209,19 +227,23 @@ class Embedder(Embeddings):
         return self._tokenizer
 
     # -- vectors -----------------------------------------------------------
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """Normalised float32 vectors, one row per text."""
+    def encode(self, texts: list[str], background: bool = False) -> np.ndarray:
+        """Normalised float32 vectors, one row per text. `background` work (adding a file) waits for the model behind
+        the calls for questions, which only wait for the batch in progress."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.wait()
-        with self._lock:
+        self._lock.acquire(background=background)
+        try:
             return self._model.encode(
                 texts, batch_size=BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
             )
+        finally:
+            self._lock.release()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """LangChain interface: vectors for passages."""
-        return self.encode(list(texts)).tolist()
+        """LangChain interface: vectors for passages (added in the background: questions go first)."""
+        return self.encode(list(texts), background=True).tolist()
 
     def embed_query(self, text: str) -> list[float]:
         """LangChain interface: the vector for one query."""

@@ -14,7 +14,6 @@ can be deleted. Documents whose old ingest never finished ("pending") are left o
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -22,13 +21,13 @@ import shlex
 import shutil
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, LibraryBusy, LibraryUpgradeFailed
+from rag_core.core.files import ExclusiveLock, exclusive_lock, fsync_dir
 from rag_core.core.models import Progress
 from rag_core.store.backends import COMPLETE, CONTENT_KEY, DENSE, METADATA_KEY, PENDING, RawPoint, edge_path
 from rag_core.store.backends.client import ClientBackend
@@ -91,26 +90,17 @@ def migrate(settings: Settings, embedder: Embedder, progress: Progress | None = 
             shutil.rmtree(temp, ignore_errors=True)
             raise
         os.rename(temp, target)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
     log.warning("Upgraded your library to the new search engine: %d documents, %d passages in %.1f s. The old "
                 "folder %s is no longer used; you can delete it.", upgrade.documents, upgrade.passages,
                 upgrade.seconds, upgrade.old_folder)
     return upgrade
 
 
-@contextmanager
-def _migration_lock(target: Path) -> Iterator[None]:
-    """Hold `<target>/../.migrating-<name>.lock` (LibraryBusy when another process is migrating)."""
+def _migration_lock(target: Path) -> ExclusiveLock:
+    """Take `<target>/../.migrating-<name>.lock` (LibraryBusy when another process is migrating)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target.parent / f".migrating-{target.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            raise LibraryBusy(str(target)) from e
-        yield
-    finally:
-        os.close(fd)  # releases the lock
+    return exclusive_lock(target.parent / f".migrating-{target.name}.lock", target)
 
 
 def _clear_empty_target(settings: Settings, target: Path) -> None:
@@ -225,15 +215,6 @@ def _reencoded(store: Store, points: Sequence[RawPoint]) -> list[RawPoint]:
     """The points with lexical vectors from today's encoder."""
     sparse = store.lexical.embed_documents([p.payload[CONTENT_KEY] for p in points])
     return [RawPoint(p.id, p.dense, s, p.payload) for p, s in zip(points, sparse, strict=True)]
-
-
-def _fsync_dir(path: Path) -> None:
-    """Make a rename inside `path` durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _failed(settings: Settings, reason: str, fix: str = "", env: str = "") -> LibraryUpgradeFailed:

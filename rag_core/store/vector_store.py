@@ -61,6 +61,14 @@ from rag_core.store.embeddings import LEXICAL_VERSION, Embedder, LexicalEncoder
 log = logging.getLogger(__name__)
 
 UPSERT_BATCH = 256
+# One model batch of an upload: the longest step between two progress reports (each checks the file's deadline and
+# Stop) and the longest a question waits for the embedder during an upload. Measured on 2 cores, 64 chunks of 180
+# words: batches of 8 take 4.4 s in all (32: 5.5-6.3 s) and hold the model 0.6 s at most (32: ~3 s);
+# benchmarks/ask_during_upload.py times a question asked during a 117-page upload.
+EMBED_BATCH = 8
+# ...at most: on a busy machine (other programs on the 2 cores) a batch of 8 took 2.2-3 s, and Stop is only seen
+# between batches, so an upload's steps are sized to take about this long (down to one passage; issue 24).
+EMBED_STEP_S = 0.8
 PENDING_GRACE_S = 3600  # server mode: a pending document older than this is a crashed ingest
 OPTIMIZE_AT_OPEN = 20_000  # Edge: build the HNSW index on open when this many points are searched exhaustively
 
@@ -266,17 +274,18 @@ class Store:
         dense = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
         # Length-sorted groups pad as little as one big encode() call would, yet still report progress.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
-        # One model batch of 8: the longest step between two progress reports (each checks the file's deadline and
-        # Stop) and the longest a question waits for the embedder during an upload. Measured on 2 cores, 64 chunks
-        # of 180 words: batches of 8 take 4.4 s in all (32: 5.5-6.3 s) and hold the model 0.6 s at most (32: ~3 s).
-        step = 8
         if progress:
             progress("embedding", 0, len(texts))  # the slow stage starts now: say so before the first batch
-        for start in range(0, len(order), step):
-            idx = order[start:start + step]
-            dense[idx] = self.embedder.encode([texts[i] for i in idx])
+        done, step = 0, 2  # a small first step measures the machine's speed now
+        while done < len(order):
+            idx = order[done:done + step]
+            started = time.monotonic()
+            dense[idx] = self.embedder.encode([texts[i] for i in idx], background=True)  # questions go first
+            done += len(idx)
             if progress:
-                progress("embedding", min(start + step, len(texts)), len(texts))
+                progress("embedding", done, len(texts))
+            each = (time.monotonic() - started) / len(idx)
+            step = max(1, min(EMBED_BATCH, int(EMBED_STEP_S / max(each, 1e-6))))
         return dense, self.lexical.embed_documents(texts)
 
     def set_flags(self, doc_id: str, flags: list[str]) -> None:

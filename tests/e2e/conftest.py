@@ -1,5 +1,9 @@
-"""Browser-test harness: one `streamlit run app.py` and one scripted Ollama server shared by every e2e test,
-driven by Playwright with Debian's Chromium (never `playwright install`)."""
+"""Browser-test harness: one `streamlit run app.py` per mode for the whole run (local: `app_url`, with one scripted
+Ollama server; hosted demo: `demo_url`), driven by Playwright with Debian's Chromium (never `playwright install`).
+
+The local app's library fills up as the tests run, in file order: tests/e2e/test_app_browser.py adds the files it
+needs first (its first test expects an empty library); later modules add what they need unless it is already there.
+A module that needs other replies swaps the scripted server's `default` for its own and puts it back afterwards."""
 from __future__ import annotations
 
 import os
@@ -70,11 +74,26 @@ def ollama():
 
 
 @pytest.fixture(scope="session")
-def app_url(tmp_path_factory, ollama, chromium_path):
-    """One DocChat server for all browser tests, on an empty data folder."""
+def app_data_dir(tmp_path_factory) -> Path:
+    """The data folder of the shared local app (empty at first)."""
     data_dir = tmp_path_factory.mktemp("e2e") / "data"
     data_dir.mkdir()
-    with running_app(data_dir, ollama.url) as url:
+    return data_dir
+
+
+@pytest.fixture(scope="session")
+def app_url(app_data_dir, ollama, chromium_path):
+    """One local DocChat server for all browser tests, on `app_data_dir`."""
+    with running_app(app_data_dir, ollama.url) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def demo_url(tmp_path_factory, chromium_path):
+    """One DocChat server in hosted-demo mode, without a model (extractive answers), on an empty data folder."""
+    data_dir = tmp_path_factory.mktemp("e2e-demo") / "data"
+    data_dir.mkdir()
+    with running_app(data_dir, "http://127.0.0.1:9", extra_env={"DOCCHAT_MODE": "demo", "OLLAMA_API_KEY": ""}) as url:
         yield url
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -12,8 +13,10 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "tests" / "fixtures" / "documents"
 MODEL = "llama3.2:3b"
 STARTUP_TIMEOUT_S = 60
+INGEST_TIMEOUT = 400_000  # ms; a cold app's first file: >120 s on this 2-core machine (model load beside Chromium)
 
 
 def free_port() -> int:
@@ -107,6 +110,21 @@ def drop_files(page, files: list[tuple[str, bytes, str]]) -> None:
 def upload(page, path_or_files) -> None:
     """Upload through the file input (the same code path as clicking "Browse files")."""
     page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(path_or_files)
+
+
+def ensure_in_library(page, app_url: str, file_name: str) -> None:
+    """Add a file of tests/fixtures/documents through the Library page unless it is already listed."""
+    from playwright.sync_api import expect
+
+    open_page(page, app_url, "library")
+    stem = Path(file_name).stem
+    main = page.locator('[data-testid="stMainBlockContainer"]')
+    if main.get_by_text(stem, exact=True).count():
+        return
+    upload(page, str(DOCS / file_name))
+    expect(main.get_by_text(re.compile(rf"(Added|already in your library).*{re.escape(stem)}|"
+                                       rf"{re.escape(stem)}.*already in your library"))).to_be_visible(
+        timeout=INGEST_TIMEOUT)
 
 
 def settle(page) -> None:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e_helpers import drop_files, open_page, screenshot, upload, wait_idle
+from e2e_helpers import INGEST_TIMEOUT, drop_files, ensure_in_library, open_page, screenshot, upload, wait_idle
 from ollama_server import Reply
 from playwright.sync_api import expect
 
@@ -20,23 +20,10 @@ PDF = "pdf_text_multicolumn_3-pages.pdf"  # page 3 holds a table of EU countries
 DOCX = "docx_headings_toc.docx"
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 SCREENSHOTS = Path(os.environ["DOCCHAT_SCREENSHOTS"]) if os.environ.get("DOCCHAT_SCREENSHOTS") else None
-INGEST_TIMEOUT = 400_000  # a cold app's first file: >120 s on this 2-core machine (model load beside Chromium)
 
 
 def _main(page):
     return page.locator('[data-testid="stMainBlockContainer"]')
-
-
-def _ensure_in_library(page, app_url: str, file_name: str) -> None:
-    """Add a fixture file through the Library page unless it is already listed."""
-    open_page(page, app_url, "library")
-    stem = Path(file_name).stem
-    if _main(page).get_by_text(stem, exact=True).count():
-        return
-    upload(page, str(DOCS / file_name))
-    expect(_main(page).get_by_text(re.compile(rf"(Added|already in your library).*{re.escape(stem)}|"
-                                              rf"{re.escape(stem)}.*already in your library"))).to_be_visible(
-        timeout=INGEST_TIMEOUT)
 
 
 def _ask(page, question: str) -> None:
@@ -118,7 +105,7 @@ def test_hostile_document_renders_inert(page, app_url, ollama):
 
 
 def test_streamed_reply_with_citation_beside_it_on_the_right_page(page, app_url, ollama):
-    _ensure_in_library(page, app_url, PDF)
+    ensure_in_library(page, app_url, PDF)
     open_page(page, app_url, "")
     before = len(ollama.answers.source1_pages)
     _ask(page, "What is the capital of Belgium?")
@@ -165,7 +152,7 @@ def test_streamed_reply_with_citation_beside_it_on_the_right_page(page, app_url,
 
 
 def test_a_new_question_while_answering_keeps_the_partial_reply(page, app_url):
-    _ensure_in_library(page, app_url, PDF)
+    ensure_in_library(page, app_url, PDF)
     open_page(page, app_url, "")
     _ask(page, "Tell me slowly about the capital of Belgium")
     first = page.locator('[data-testid="stChatMessage"]').nth(1)
@@ -192,7 +179,7 @@ LIVE_LINKS = 'a[href*="evil"], a[href^="mailto:"]'
 
 
 def test_streamed_links_stay_text_and_a_mixed_reply_is_marked(page, app_url, ollama):
-    _ensure_in_library(page, app_url, PDF)
+    ensure_in_library(page, app_url, PDF)
     open_page(page, app_url, "")
     ollama.script(Reply("".join(MIXED_PIECES), chunks=MIXED_PIECES, delay_first=0.2, delay_between=0.5))
     _ask(page, "What is the capital of Belgium?")

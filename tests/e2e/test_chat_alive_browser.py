@@ -1,28 +1,27 @@
 """The living chat in a real browser: the stages of a reply, Stop, asking while files are added, a reload keeping the
 conversation and the settings, Markdown export, a second app on a busy library, and the phone sidebar.
 
-One app (on a library holding one PDF, added with the CLI before it starts) and one scripted Ollama for the module.
+The shared local app (tests/e2e/conftest.py), its library holding the 3-page PDF (added through the Library page
+unless an earlier test added it), and the shared scripted Ollama answering this module's way while it runs.
 """
 from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import threading
 import time
 from collections import deque
 from pathlib import Path
 
 import pytest
-from e2e_helpers import MODEL, open_page, running_app, settle, upload, wait_idle
-from ollama_server import OllamaServer, Reply
+from e2e_helpers import ensure_in_library, open_page, running_app, settle, upload, wait_idle
+from ollama_server import Reply
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-PDF = ROOT / "tests" / "fixtures" / "documents" / "pdf_text_multicolumn_3-pages.pdf"  # page 3: EU capitals
+PDF = "pdf_text_multicolumn_3-pages.pdf"  # in tests/fixtures/documents; page 3: EU capitals
 SCREENSHOTS = Path(os.environ["DOCCHAT_SCREENSHOTS"]) if os.environ.get("DOCCHAT_SCREENSHOTS") else None
 BELGIUM = "The capital of Belgium is Brussels [1]. Belgium has a population of 11.5 million [1]."
 MESSAGES = '[data-testid="stChatMessage"]'
@@ -46,37 +45,36 @@ class Answers:
 
 
 @pytest.fixture(scope="module")
-def llm():
-    """This module's scripted Ollama (its own, so `cut_streams` counts only these tests' streams)."""
+def llm(ollama):
+    """The shared scripted Ollama answering with this module's `Answers` while the module runs (the browser tests
+    run one at a time, so `cut_streams` counts only this test's streams)."""
     answers = Answers()
-    with OllamaServer(models=[MODEL], default=answers) as srv:
-        srv.answers = answers
-        yield srv
+    saved = ollama.default, ollama.answers
+    ollama.default = ollama.answers = answers
+    yield ollama
+    ollama.default, ollama.answers = saved
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory) -> Path:
-    """A library holding the 3-page PDF, added with the CLI (the app starts on it)."""
-    data = tmp_path_factory.mktemp("alive") / "data"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    subprocess.run([sys.executable, "-m", "rag_core", "ingest", "--data-dir", str(data), str(PDF)], cwd=ROOT,
-                   env=env, check=True, capture_output=True, timeout=120)
-    return data
+def data_dir(app_data_dir) -> Path:
+    """The shared app's data folder (a second app on it finds the library in use)."""
+    return app_data_dir
 
 
 @pytest.fixture(scope="module")
-def url(data_dir, llm, browser):
-    """One DocChat server for this module, asked once so its embedding model is loaded before any test times it."""
-    with running_app(data_dir, llm.url) as u:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            open_page(page, u, "")
-            _ask(page, "What is the capital of Belgium?")
-            expect(page.locator(MESSAGES).last).to_contain_text("Sources", timeout=90_000)
-            wait_idle(page)
-        finally:
-            page.close()
-        yield u
+def url(app_url, llm, browser):
+    """The shared app with the 3-page PDF in its library, asked once so its embedding model is loaded before any
+    test times it."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        ensure_in_library(page, app_url, PDF)
+        open_page(page, app_url, "")
+        _ask(page, "What is the capital of Belgium?")
+        expect(page.locator(MESSAGES).last).to_contain_text("Sources", timeout=90_000)
+        wait_idle(page)
+    finally:
+        page.close()
+    return app_url
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The hosted demo in a real browser: a separate `streamlit run app.py` with DOCCHAT_MODE=demo, two browser
+"""The hosted demo in a real browser: the demo-mode `streamlit run app.py` (`demo_url`), two browser
 contexts (two visitors). What one uploads, the other never sees — not in the library, not in chat sources — while
 both see the shared read-only samples."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from e2e_helpers import open_page, running_app, screenshot, upload, wait_idle
+from e2e_helpers import open_page, screenshot, upload, wait_idle
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -20,15 +20,6 @@ SAMPLES = ("DocChat demo guide", "The Zen of Python", "Python (programming langu
 SAMPLE_LABEL = "Sample (shared, read-only)"
 SCREENSHOTS = Path(os.environ["DOCCHAT_SCREENSHOTS"]) if os.environ.get("DOCCHAT_SCREENSHOTS") else None
 TIMEOUT = 120_000
-
-
-@pytest.fixture(scope="module")
-def demo_url(tmp_path_factory, chromium_path):
-    """A DocChat server in hosted-demo mode, without a model (extractive answers), on an empty data folder."""
-    data_dir = tmp_path_factory.mktemp("e2e-demo") / "data"
-    data_dir.mkdir()
-    with running_app(data_dir, "http://127.0.0.1:9", extra_env={"DOCCHAT_MODE": "demo", "OLLAMA_API_KEY": ""}) as url:
-        yield url
 
 
 @pytest.fixture

@@ -58,7 +58,7 @@ def test_a_missing_number_or_name_is_refused_precisely(lib):
     assert ans.notice == "Your documents mention Super Bowl 50 but not Super Bowl 51."
     assert ans.extra["answerability"]["missing"] == ["Super Bowl 51"] and "Super Bowl 51" in ans.extra["details"]
     won = gen.answer(lib, "Who won Super Bowl 50?", lib.settings, use_llm=False)
-    assert won.mode == "extractive" and "Denver Broncos defeated" in won.text
+    assert won.mode == "quotes" and "Denver Broncos defeated" in won.text
     mongolia = gen.answer(lib, "What is the capital of Mongolia?", lib.settings, use_llm=False)
     assert mongolia.mode == "not_found" and mongolia.notice == "Your documents don't mention Mongolia."
 
@@ -71,7 +71,7 @@ def test_with_a_model_the_refusal_comes_before_the_model_is_asked(lib):
         assert refused.mode == "not_found" and "not Super Bowl 51" in refused.notice
         assert srv.chat_requests == []
         ok = gen.answer(lib, "Who won Super Bowl 50?", llm)
-        assert ok.mode == "ollama" and len(srv.chat_requests) == 1
+        assert ok.mode == "model" and len(srv.chat_requests) == 1
         assert [c.status for c in ok.citations] == ["verified"]
 
 
@@ -83,7 +83,7 @@ def test_with_a_model_the_refusal_comes_before_the_model_is_asked(lib):
 def test_a_question_that_describes_instead_of_naming_is_answered(lib, question, expected):
     """Issue 22: descriptions ("the city on the Seine") and other words than the document's are not refused."""
     ans = gen.answer(lib, question, lib.settings, use_llm=False)
-    assert ans.mode == "extractive", (question, ans.notice, ans.extra.get("answerability"))
+    assert ans.mode == "quotes", (question, ans.notice, ans.extra.get("answerability"))
     assert expected in _first_quote(ans)
     assert all(c.status == "verified" for c in ans.citations)
 
@@ -93,14 +93,14 @@ def test_a_described_question_reaches_the_model(lib):
         srv.script(Reply("The Eiffel Tower was completed in 1889 [1]."))
         llm = lib.settings.with_overrides(ollama_host=srv.url, ollama_model=MODEL, llm_timeout_s=10)
         ans = gen.answer(lib, "In which year was the big iron tower of the city on the Seine finished?", llm)
-        assert ans.mode == "ollama" and len(srv.chat_requests) == 1
+        assert ans.mode == "model" and len(srv.chat_requests) == 1
         assert [c.status for c in ans.citations] == ["verified"]
 
 
 def test_weak_evidence_on_topic_is_labelled_closest_passages_not_refused_nor_asserted(lib):
     ans = gen.answer(lib, "How much did a ticket for the Broncos and Panthers game cost?", lib.settings,
                      use_llm=False)
-    assert ans.mode == "extractive" and ans.extra.get("closest") is True, ans.extra.get("answerability")
+    assert ans.mode == "quotes" and ans.extra.get("closest") is True, ans.extra.get("answerability")
     assert ans.notice == gen.NOTICE_CLOSEST
 
 
@@ -118,7 +118,7 @@ def test_every_suggested_demo_question_is_answered_correctly(tmp_path, embedder)
             library.ingest_document(sample_document(f.read_bytes(), f.name, settings))
         for question in SAMPLE_QUESTIONS:
             ans = gen.answer(library, question, settings, use_llm=False)
-            assert ans.mode == "extractive", (question, ans.notice)
+            assert ans.mode == "quotes", (question, ans.notice)
             assert DEMO_EXPECTED[question].lower() in _first_quote(ans).lower(), (question, ans.text)
             assert all(c.status == "verified" for c in ans.citations)
     finally:

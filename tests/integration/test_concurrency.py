@@ -96,7 +96,7 @@ def test_eight_sessions_ingest_and_ask_at_the_same_time(tmp_path, embedder):
                 for ans in answers[i]:
                     assert {p.chunk.doc_id for p in ans.passages} <= allowed
                     assert {c.passage.chunk.doc_id for c in ans.citations} <= allowed
-                    assert ans.mode == "ollama", ans.notice
+                    assert ans.mode == "model", ans.notice
                 own_code = str(4000 + i * 37)
                 assert own_code in " ".join(p.chunk.text for p in answers[i][1].passages)
                 for j in ((i + 1) % SESSIONS, (i + 3) % SESSIONS):

@@ -19,7 +19,7 @@ from ollama_server import OllamaServer, Reply
 from store_helpers import BACKENDS, open_library
 
 from rag_core.answer import generation as gen
-from rag_core.answer.generation.answer import DETAILS_NO_MODEL
+from rag_core.answer.generation.notices import DETAILS_NO_MODEL
 from rag_core.answer.generation.outcome import DETAILS_LENGTH
 from rag_core.core.config import Settings
 from rag_core.core.errors import LLMTimeout, StreamInterrupted
@@ -73,7 +73,7 @@ def test_streams_answer_with_numbered_sources_and_citations(docs_library, server
     deltas, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
 
     assert len(deltas) > 3 and "".join(deltas) == ans.text  # streamed piece by piece, not in one block
-    assert ans.mode == "ollama" and not ans.incomplete and ans.notice is None
+    assert ans.mode == "model" and not ans.incomplete and ans.notice is None
     assert [c.n for c in ans.citations] == [1]
     zen = ans.citations[0].passage.chunk
     assert zen.source.file_name == "docx_headings_toc.docx"
@@ -116,7 +116,7 @@ def test_citations_are_verified_and_an_unbacked_answer_is_flagged(docs_library, 
     # Nothing the model wrote is backed: its text is withheld (kept in extra and the details), the closest quotes
     # are shown instead, and the notice says so.
     assert "Queen Victoria" in "".join(deltas) and "Queen Victoria" not in bad.text
-    assert bad.mode == "extractive" and bad.notice == gen.NOTICE_WITHHELD
+    assert bad.mode == "quotes" and bad.notice == gen.NOTICE_WITHHELD
     assert "Queen Victoria" in bad.extra["withheld_text"] and "Queen Victoria" in bad.extra["details"]
     assert "Beautiful is better than ugly" in bad.text.splitlines()[0]
     assert bad.citations and all(c.status == "verified" for c in bad.citations)
@@ -126,7 +126,7 @@ def test_an_unbacked_sentence_beside_a_backed_one_is_marked_not_withheld(docs_li
     server.script(Reply("Beautiful is better than ugly [1]. The Zen of Python was written in 1842 by Queen Victoria "
                         "[1]."))
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
-    assert ans.mode == "ollama" and "Queen Victoria" in ans.text
+    assert ans.mode == "model" and "Queen Victoria" in ans.text
     assert [s.status for s in ans.sentences] == ["verified", "unsupported"]
     assert ans.notice == gen.NOTICE_UNBACKED_ONE
 
@@ -211,7 +211,7 @@ def test_follow_up_is_rewritten_before_retrieval(docs_library, server, llm_setti
     assert ans.standalone_question == standalone and ans.question == "and what does it say about those?"
     assert f"Question: {standalone}" in final["messages"][1]["content"]
     assert "Namespaces are one honking great idea" in ans.passages[0].chunk.text
-    assert ans.mode == "ollama" and [c.n for c in ans.citations] == [1]
+    assert ans.mode == "model" and [c.n for c in ans.citations] == [1]
 
 
 def test_history_is_bounded_by_its_token_budget():
@@ -229,7 +229,7 @@ def test_follow_up_without_a_model_uses_the_previous_question(docs_library, llm_
     _, ans = _run(gen.start_answer(docs_library, "what does it say about namespaces?", llm_settings,
                                    history=history, use_llm=False))
     assert ans.standalone_question == "Which aphorisms does the text list? what does it say about namespaces?"
-    assert ans.mode == "extractive" and "Namespaces" in ans.text
+    assert ans.mode == "quotes" and "Namespaces" in ans.text
     assert gen.heuristic_standalone("Explain the Rhine delta in detail please", history) == \
         "Explain the Rhine delta in detail please"
 
@@ -239,7 +239,7 @@ def test_extractive_answer_end_to_end_on_fixture_documents(docs_library, llm_set
     deltas, ans = _run(gen.start_answer(docs_library, "Will I get any information from this text?", llm_settings,
                                         use_llm=False))
     assert server.requests == []
-    assert ans.mode == "extractive" and ans.notice == gen.NOTICE_NO_LLM
+    assert ans.mode == "quotes" and ans.notice == gen.NOTICE_NO_LLM
     # the label is streamed, but the kept (and verified) text is the tidied one, without it
     assert "".join(deltas) == ans.extra["raw_text"] == gen.EXTRACTIVE_LABEL + "\n\n" + ans.text
     assert not ans.text.startswith(gen.EXTRACTIVE_LABEL) and ans.text.startswith("- “")
@@ -260,7 +260,7 @@ def test_extractive_answer_end_to_end_on_fixture_documents(docs_library, llm_set
 def test_extractive_when_no_model_is_configured(docs_library, server, llm_settings):
     _, ans = _run(gen.start_answer(docs_library, "Namespaces are a great idea, right?",
                                    llm_settings.with_overrides(ollama_model="")))
-    assert ans.mode == "extractive" and ans.notice == gen.NOTICE_NO_MODEL and "DOCCHAT_" not in ans.notice
+    assert ans.mode == "quotes" and ans.notice == gen.NOTICE_NO_MODEL and "DOCCHAT_" not in ans.notice
     assert ans.extra["details"] == DETAILS_NO_MODEL  # the variable name is for the expandable "Details"
     assert "Namespaces are one honking great idea" in ans.text and server.requests == []
 
@@ -274,7 +274,7 @@ def _closed_port() -> int:
 def test_ollama_down_falls_back_to_extractive_with_reason_and_fix(docs_library, llm_settings):
     down = llm_settings.with_overrides(ollama_host=f"http://127.0.0.1:{_closed_port()}")
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, down))
-    assert ans.mode == "extractive" and not ans.incomplete
+    assert ans.mode == "quotes" and not ans.incomplete
     assert "is not running" in ans.notice and "extractive" in ans.notice
     assert "ollama serve" not in ans.notice and "127.0.0.1" not in ans.notice  # a sentence for people ...
     assert "ollama serve" in ans.extra["details"] and down.ollama_host in ans.extra["details"]  # ... details apart
@@ -284,7 +284,7 @@ def test_ollama_down_falls_back_to_extractive_with_reason_and_fix(docs_library, 
 def test_missing_model_falls_back_with_pull_advice(docs_library, server, llm_settings):
     missing = llm_settings.with_overrides(ollama_model="qwen2.5:3b")
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, missing))
-    assert ans.mode == "extractive"
+    assert ans.mode == "quotes"
     assert "“qwen2.5:3b” is not installed" in ans.notice and "is not running" not in ans.notice
     assert "ollama pull" not in ans.notice and "`ollama pull qwen2.5:3b`" in ans.extra["details"]
     assert server.chat_requests[0]["model"] == "qwen2.5:3b"
@@ -294,7 +294,7 @@ def test_follow_up_with_ollama_down_does_not_wait_twice(docs_library, llm_settin
     down = llm_settings.with_overrides(ollama_host=f"http://127.0.0.1:{_closed_port()}")
     _, ans = _run(gen.start_answer(docs_library, "and what about namespaces?", down,
                                    history=[("user", "Which is better, flat or nested?"), ("assistant", "Flat.")]))
-    assert ans.mode == "extractive" and "ollama serve" in ans.extra["details"]
+    assert ans.mode == "quotes" and "ollama serve" in ans.extra["details"]
     assert ans.standalone_question.startswith("Which is better, flat or nested?")
 
 
@@ -303,7 +303,7 @@ def test_dropped_connection_keeps_partial_answer_marked_incomplete(docs_library,
     server.script(Reply("Beautiful is better than ugly [1]. Explicit is better", disconnect_after=6))
     deltas, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
     assert "".join(deltas) == "Beautiful is better than ugly [1]. "
-    assert ans.mode == "ollama" and ans.incomplete
+    assert ans.mode == "model" and ans.incomplete
     assert ans.notice == str(StreamInterrupted())
     assert ans.text.startswith("Beautiful is better than ugly [1].") and [c.n for c in ans.citations] == [1]
 
@@ -313,7 +313,7 @@ def test_slow_first_token_times_out_with_a_clear_message(docs_library, server, l
     server.script(Reply("Too late [1].", delay_first=60))
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, impatient))
     assert ans.extra["timings"]["llm"] < 20_000  # gave up after ~0.5 s, did not wait for the 60 s delay
-    assert ans.mode == "extractive"
+    assert ans.mode == "quotes"
     assert str(LLMTimeout(0.5)) in ans.notice and "DOCCHAT_LLM_TIMEOUT" not in ans.notice
     assert "DOCCHAT_LLM_TIMEOUT" in ans.extra["details"]
     assert ans.extra["fault"] == "LLMTimeout"
@@ -323,7 +323,7 @@ def test_stall_mid_answer_keeps_partial_text(docs_library, server, llm_settings)
     impatient = llm_settings.with_overrides(llm_timeout_s=0.5)
     server.script(Reply("", chunks=["Beautiful is ", "better than ugly [1].", " And"], delay_between=3))
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, impatient))
-    assert ans.text == "Beautiful is " and ans.incomplete and ans.mode == "ollama"
+    assert ans.text == "Beautiful is " and ans.incomplete and ans.mode == "model"
     assert "did not answer within 0.5 seconds" in ans.notice and "incomplete" in ans.notice
 
 
@@ -338,7 +338,7 @@ def test_error_line_mid_stream_keeps_partial_text(docs_library, server, llm_sett
 def test_server_error_before_any_text_falls_back(docs_library, server, llm_settings):
     server.script(Reply(status=500, error_body="out of memory"))
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
-    assert ans.mode == "extractive" and "out of memory" in ans.extra["details"] and ans.citations
+    assert ans.mode == "quotes" and "out of memory" in ans.extra["details"] and ans.citations
 
 
 def test_length_limit_keeps_only_the_backed_sentences(docs_library, server, llm_settings):
@@ -346,7 +346,7 @@ def test_length_limit_keeps_only_the_backed_sentences(docs_library, server, llm_
                         done_reason="length"))
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
     assert ans.text == "Beautiful is better than ugly [1]. Explicit is better than implicit [1]."
-    assert ans.incomplete and ans.mode == "ollama" and ans.extra["ended"] == "length"
+    assert ans.incomplete and ans.mode == "model" and ans.extra["ended"] == "length"
     assert ans.notice == f"{gen.NOTICE_LENGTH} {gen.NOTICE_LEFT_OUT_ONE}"
     details = ans.extra["details"]
     assert details.startswith(DETAILS_LENGTH.format(n=llm_settings.answer_tokens))
@@ -358,7 +358,7 @@ def test_length_limit_keeps_only_the_backed_sentences(docs_library, server, llm_
 def test_length_limit_with_nothing_backed_shows_the_closest_quotes(docs_library, server, llm_settings):
     server.script(Reply(f"{INVENTED} It was then sent to", done_reason="length"))
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
-    assert ans.incomplete and ans.mode == "extractive" and "Queen Victoria" not in ans.text
+    assert ans.incomplete and ans.mode == "quotes" and "Queen Victoria" not in ans.text
     assert "Beautiful is better than ugly" in ans.text and all(c.status == "verified" for c in ans.citations)
     assert ans.notice.startswith(gen.NOTICE_LENGTH) and gen.NOTICE_WITHHELD in ans.notice
     assert "Queen Victoria" in ans.extra["details"] and "DOCCHAT_ANSWER_TOKENS" in ans.extra["details"]
@@ -370,12 +370,12 @@ def test_a_failure_mid_answer_keeps_only_the_backed_sentences(docs_library, serv
                   Reply(f"{INVENTED} Then", error="llama runner process has terminated"))
     _, cut = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
     assert cut.text == "Beautiful is better than ugly [1]."
-    assert cut.incomplete and cut.mode == "ollama" and cut.extra["ended"] == "failed"
+    assert cut.incomplete and cut.mode == "model" and cut.extra["ended"] == "failed"
     assert cut.notice.startswith(str(StreamInterrupted())) and "left out" in cut.notice
     assert "Queen Victoria" in cut.extra["details"]
 
     _, failed = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))  # nothing backed: the closest quotes
-    assert failed.incomplete and failed.mode == "extractive" and "Queen Victoria" not in failed.text
+    assert failed.incomplete and failed.mode == "quotes" and "Queen Victoria" not in failed.text
     assert "restart Ollama" in failed.notice and gen.NOTICE_WITHHELD in failed.notice
     assert "llama runner process has terminated" in failed.extra["details"]
     assert "Queen Victoria" in failed.extra["details"]
@@ -391,7 +391,7 @@ def test_a_looping_reply_is_stopped_early_and_said_why(docs_library, server, llm
     assert took < 15
     assert ans.text == "Beautiful is better than ugly [1]. Explicit is better than implicit [1]."  # each once
     assert ans.notice == gen.NOTICE_LOOP and "DOCCHAT" not in ans.notice
-    assert ans.incomplete and ans.mode == "ollama" and ans.extra["ended"] == "loop"
+    assert ans.incomplete and ans.mode == "model" and ans.extra["ended"] == "loop"
     deadline = time.monotonic() + 10
     while server.cut_streams == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -408,7 +408,7 @@ def test_a_list_of_similar_lines_is_never_taken_for_a_loop(docs_library, server,
     server.script(Reply(reply))
     deltas, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
     assert "".join(deltas) == reply and ans.extra["ended"] == "finished" and not ans.incomplete
-    assert ans.mode == "ollama" and ans.text == reply  # all of it, as written (an unbacked sentence is only marked)
+    assert ans.mode == "model" and ans.text == reply  # all of it, as written (an unbacked sentence is only marked)
 
 
 def test_length_limit_marks_incomplete(docs_library, server, llm_settings):
@@ -438,7 +438,7 @@ def test_stopping_early_keeps_the_backed_part_of_the_text(docs_library, server, 
     stream.close()
     took = time.perf_counter() - t
     ans = stream.answer
-    assert ans is not None and ans.incomplete and ans.mode == "ollama"
+    assert ans is not None and ans.incomplete and ans.mode == "model"
     assert ans.text == "Beautiful is better than ugly [1]."  # the sentence nothing backs is not shown ...
     assert ans.extra["ended"] == "stopped"
     assert ans.notice == f"{gen.NOTICE_STOPPED} {gen.NOTICE_LEFT_OUT_ONE}"
@@ -457,7 +457,7 @@ def test_stopping_before_anything_backed_shows_the_closest_quotes_at_once(docs_l
     stream.close()
     took = time.perf_counter() - t
     ans = stream.answer
-    assert ans is not None and ans.incomplete and ans.mode == "extractive"
+    assert ans is not None and ans.incomplete and ans.mode == "quotes"
     assert first.strip() not in ans.text and "Beautiful is better than ugly" in ans.text and ans.citations
     assert gen.NOTICE_STOPPED in ans.notice and gen.NOTICE_WITHHELD in ans.notice
     assert ans.extra["withheld_text"] == first and first.strip() in ans.extra["details"]
@@ -479,10 +479,10 @@ def test_api_key_is_sent_as_bearer_token(docs_library, llm_settings):
         ok = llm_settings.with_overrides(ollama_host=srv.url, ollama_api_key="s3cret")
         srv.script(Reply("Beautiful is better than ugly [1]."))
         _, ans = _run(gen.start_answer(docs_library, ZEN_Q, ok))
-        assert ans.mode == "ollama"
+        assert ans.mode == "model"
         assert srv.requests[-1].headers["authorization"] == "Bearer s3cret"
         _, refused = _run(gen.start_answer(docs_library, ZEN_Q, ok.with_overrides(ollama_api_key="wrong")))
-        assert refused.mode == "extractive" and "access key" in refused.notice
+        assert refused.mode == "quotes" and "access key" in refused.notice
         assert "OLLAMA_API_KEY" not in refused.notice and "OLLAMA_API_KEY" in refused.extra["details"]
 
 
@@ -543,15 +543,15 @@ def test_quotable_spans_skip_fragments():
 
 def test_tidy_answer_text_drops_only_the_extractive_label():
     quoted = "- “Beautiful is better than ugly.” [1]"
-    assert gen.tidy_answer_text(f"{gen.EXTRACTIVE_LABEL}\n\n{quoted}", "extractive") == quoted
-    assert gen.tidy_answer_text(quoted, "extractive") == quoted
-    assert gen.tidy_answer_text(f"{gen.EXTRACTIVE_LABEL} x", "ollama") == f"{gen.EXTRACTIVE_LABEL} x"
+    assert gen.tidy_answer_text(f"{gen.EXTRACTIVE_LABEL}\n\n{quoted}", "quotes") == quoted
+    assert gen.tidy_answer_text(quoted, "quotes") == quoted
+    assert gen.tidy_answer_text(f"{gen.EXTRACTIVE_LABEL} x", "model") == f"{gen.EXTRACTIVE_LABEL} x"
 
 
 def test_extractive_offsets_index_the_final_text(docs_library, llm_settings):
     """Sentence checks and citation answer_spans are computed on the tidied text, so they point at its quotes."""
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings, use_llm=False))
-    assert ans.mode == "extractive" and ans.sentences and ans.citations
+    assert ans.mode == "quotes" and ans.sentences and ans.citations
     quotes = [m.span() for m in re.finditer(r"^- “.+?” \[\d+\]$", ans.text, re.M)]
     assert [(c.start, c.end) for c in ans.sentences] == quotes
     for c in ans.citations:
@@ -574,7 +574,7 @@ def test_cli_ask_json_and_streaming(library, server, monkeypatch, capsys):
     assert main(["ask", ZEN_Q, "--data-dir", data_dir, "--json", "--model", MODEL]) == 0
     out = json.loads(capsys.readouterr().out)
     assert server.chat_requests[-1]["model"] == MODEL  # --model wins over the environment
-    assert out["mode"] == "ollama" and out["incomplete"] is False and out["notice"] is None
+    assert out["mode"] == "model" and out["incomplete"] is False and out["notice"] is None
     assert out["answer"] == "Beautiful is better than ugly [1]. Nonsense."
     (c,) = out["citations"]
     assert set(c) >= {"n", "doc_id", "title", "page", "section", "quote", "char_start", "char_end", "url"}
@@ -628,7 +628,7 @@ def test_any_langchain_chat_model_writes_a_cited_answer(docs_library, server, no
     model = RecordingChatModel(messages=iter(["Beautiful is better than ugly [1]. Explicit beats implicit [1]."]))
     deltas, ans = _run(gen.start_answer(docs_library, ZEN_Q, no_ollama, chat_model=model))
     assert len(deltas) > 3 and "".join(deltas) == ans.text
-    assert ans.mode == gen.MODE_LLM and not ans.incomplete and ans.notice is None
+    assert ans.mode == gen.AnswerMode.MODEL and not ans.incomplete and ans.notice is None
     (c,) = ans.citations
     assert c.n == 1 and c.status == "verified" and c.passage == ans.passages[0]
     assert "Beautiful is better than ugly" in c.passage.chunk.text[c.evidence_start:c.evidence_end]
@@ -656,7 +656,7 @@ def test_a_chat_model_rewrites_follow_ups_and_reports_its_length_limit(docs_libr
 def test_a_failing_chat_model_falls_back_to_quotes_with_one_sentence(docs_library, server, no_ollama, caplog):
     with caplog.at_level(logging.ERROR, logger="rag_core.answer.generation"):
         _, ans = _run(gen.start_answer(docs_library, ZEN_Q, no_ollama, chat_model=BrokenChatModel(messages=iter([]))))
-    assert ans.mode == "extractive" and ans.citations and ans.extra["fault"] == "LLMError"
+    assert ans.mode == "quotes" and ans.citations and ans.extra["fault"] == "LLMError"
     assert ans.notice.startswith(gen.MODEL_FAILED.format(name="BrokenChatModel", error="RuntimeError"))
     assert "backend exploded" in caplog.text and "Traceback" in caplog.text
     assert server.requests == []

@@ -47,7 +47,7 @@ def seeded(library):
     return library
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(120, func_only=True)
 def test_a_file_over_its_budget_is_stopped_in_time_and_the_library_left_as_it_was(seeded, settings):
     library = seeded
     before = _state(library)
@@ -77,7 +77,7 @@ def test_a_file_over_its_budget_is_stopped_in_time_and_the_library_left_as_it_wa
         queue.close()
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(120, func_only=True)
 def test_stopped_while_saving_every_written_point_is_rolled_back(seeded, monkeypatch):
     library = seeded
     monkeypatch.setattr(store_module, "UPSERT_BATCH", 4)  # many saving batches from a small document
@@ -104,7 +104,7 @@ def test_stopped_while_saving_every_written_point_is_rolled_back(seeded, monkeyp
     assert added.status == "added" and library.store.count_chunks() == before[0] + added.chunks
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(120, func_only=True)
 def test_a_file_that_cannot_finish_in_time_is_refused_before_chunking(seeded, settings):
     library = seeded
     before = _state(library)
@@ -135,7 +135,7 @@ def _dense_one_page_pdf(ops: int) -> bytes:
     return doc.tobytes(deflate=True)
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(120, func_only=True)
 def test_a_pdf_page_that_takes_too_long_is_stopped_mid_page(settings):
     data = _dense_one_page_pdf(100_000)  # ~260 KB; reading it in one go takes ~10 s
     t = time.perf_counter()

@@ -47,7 +47,7 @@ def _evil_citation(answer: gen.Answer):
 def test_an_obeyed_instruction_is_not_shown_as_a_verified_citation(library, tmp_path):
     assert library.ingest_bytes(HANDBOOK.encode(), "handbook.txt").status == "added"
     answer, model = _ask(library, tmp_path)
-    assert answer.mode == "ollama" and "hunter2" in answer.text
+    assert answer.mode == "model" and "hunter2" in answer.text
     c = _evil_citation(answer)
     # the words really are in the passage (the evidence span is kept) ...
     assert c.evidence_start is not None and "hunter2" in c.passage.chunk.text[c.evidence_start:c.evidence_end]

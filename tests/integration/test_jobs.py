@@ -245,7 +245,7 @@ def test_no_more_jobs_run_at_once_than_workers(library):
     assert IngestQueue(library).workers == library.settings.ingest_workers == 2
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(180, func_only=True)
 def test_two_owners_files_are_indexed_at_the_same_time_safely(library):
     """Two workers really run at once (reading, splitting, embedding), saving one at a time under the store's lock."""
     q = IngestQueue(library, workers=2)

@@ -3,7 +3,6 @@ and qdrant-client local mode standing in for a Qdrant server (the `library` fixt
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -167,7 +166,7 @@ def test_crash_mid_ingest_leaves_no_half_document(tmp_path, embedder):
         lib.close()
 
 
-def test_second_client_on_same_folder_is_refused_politely(settings, embedder):
+def test_second_client_on_same_folder_is_refused_politely(settings, embedder, cli):
     """One process per embedded library: a second opener (in this process or another) gets LibraryBusy, and the
     first one keeps working (and persisting) afterwards."""
     library = Library(settings, embedder=embedder)
@@ -175,7 +174,7 @@ def test_second_client_on_same_folder_is_refused_politely(settings, embedder):
         with pytest.raises(LibraryBusy) as e:
             Library(settings, embedder=embedder)
         assert "another DocChat process" in str(e.value)
-        p = _cli("list", "--json", data_dir=settings.data_dir)
+        p = cli("list", "--json", env={"DOCCHAT_DATA_DIR": str(settings.data_dir)})
         assert p.returncode != 0 and "another DocChat process" in p.stdout + p.stderr
         assert "Traceback" not in p.stderr
         assert library.ingest_path(DOCS / "pdf_non-latin_arabic.pdf").status == "added"
@@ -218,17 +217,12 @@ def test_long_german_pdf_keeps_page_numbers(library, settings):
         assert c.page_start == doc.page_at(c.char_start) and 1 <= c.page_start <= 117
 
 
-def _cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DOCCHAT_DATA_DIR": str(data_dir)}
-    return subprocess.run([sys.executable, "-m", "rag_core", *args], capture_output=True, text=True, cwd=ROOT,
-                          env=env, timeout=300)
-
-
-def test_cli_ingest_list_search_delete(tmp_path):
+def test_cli_ingest_list_search_delete(tmp_path, cli):
     data_dir = tmp_path / "cli"
+    env = {"DOCCHAT_DATA_DIR": str(data_dir)}
     good = str(DOCS / "pdf_text_outline-bookmarks_4-pages.pdf")
     bad = str(DOCS / "pdf_encrypted_user-password.pdf")
-    p = _cli("ingest", good, bad, "--json", data_dir=data_dir)
+    p = cli("ingest", good, bad, "--json", env=env)
     assert p.returncode == 1, p.stderr
     results = json.loads(p.stdout)["results"]
     assert [r["status"] for r in results] == ["added", "failed"]
@@ -240,19 +234,20 @@ def test_cli_ingest_list_search_delete(tmp_path):
     for stage in ("reading", "splitting into passages", "embedding passages", "saving"):
         assert f"{name}: {stage}…" in p.stderr, p.stderr
 
-    p = _cli("ingest", good, "--json", data_dir=data_dir)
+    p = cli("ingest", good, "--json", env=env)
     assert p.returncode == 0 and json.loads(p.stdout)["results"][0]["status"] == "unchanged"
 
-    listing = json.loads(_cli("list", "--json", data_dir=data_dir).stdout)["documents"]
+    listing = json.loads(cli("list", "--json", env=env).stdout)["documents"]
     assert [(d["doc_id"], d["kind"], d["pages"]) for d in listing] == [(doc_id, "pdf", 4)]
     assert set(listing[0]) >= {"doc_id", "title", "kind", "pages", "chunks", "added_at"}
 
-    hits = json.loads(_cli("search", "Bar", "-k", "2", "--json", "--data-dir", str(data_dir), data_dir=tmp_path / "x").stdout)["hits"]
+    hits = json.loads(cli("search", "Bar", "-k", "2", "--json", "--data-dir", str(data_dir),
+                          env={"DOCCHAT_DATA_DIR": str(tmp_path / "x")}).stdout)["hits"]
     assert 0 < len(hits) <= 2
     assert set(hits[0]) >= {"doc_id", "title", "page", "section", "text", "score", "char_start", "char_end"}
 
-    p = _cli("delete", doc_id, data_dir=data_dir)
+    p = cli("delete", doc_id, env=env)
     assert p.returncode == 0 and "Deleted" in p.stdout
-    assert json.loads(_cli("list", "--json", data_dir=data_dir).stdout)["documents"] == []
-    p = _cli("delete", doc_id, data_dir=data_dir)
+    assert json.loads(cli("list", "--json", env=env).stdout)["documents"] == []
+    p = cli("delete", doc_id, env=env)
     assert p.returncode == 2 and "No document" in p.stderr and "Traceback" not in p.stderr

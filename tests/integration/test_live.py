@@ -10,7 +10,11 @@ from ollama_server import OllamaServer, Reply
 
 from rag_core.answer import generation as gen
 from rag_core.core.config import Settings
-from rag_core.service.live import DONE, SEARCHING, WAITING, WRITING, LiveAnswer
+from rag_core.core.models import Step
+from rag_core.service.live import LiveAnswer
+
+SEARCHING, READ, WAITING, WRITING, CHECKING, DONE = (Step.SEARCHING, Step.READ, Step.WAITING, Step.WRITING,
+                                                    Step.CHECKING, Step.DONE)
 
 MODEL = "llama3.2:3b"
 QUESTION = "When does the museum open?"
@@ -49,7 +53,7 @@ def test_stages_show_waiting_with_seconds_and_sources_before_the_first_word(muse
     live = _live(museum, server, tmp_path)
     seen = _drain(live)
     names = [s.name for s, _, _ in seen]
-    assert names[0] in (SEARCHING, WAITING) and names[-1] == DONE
+    assert names[0] in (SEARCHING, READ, WAITING) and names[-1] == DONE
     assert WAITING in names and WRITING in names
     assert names.index(WAITING) < names.index(WRITING)
     waiting = [(s, n, t) for s, n, t in seen if s.name == WAITING]
@@ -60,6 +64,11 @@ def test_stages_show_waiting_with_seconds_and_sources_before_the_first_word(muse
     assert answer is not None and not answer.incomplete
     assert answer.text == live.text == "The museum opens at nine in the morning [1]."
     assert answer.citations[0].status == "verified"
+    # the run's typed steps, each once and in order; the passages come with READ, before the first word
+    events = live.events()
+    assert [e.step for e in events] == [SEARCHING, READ, WAITING, WRITING, CHECKING, DONE]
+    assert not events[0].passages and len(events[1].passages) == len(answer.passages) > 0
+    assert [e.at for e in events] == sorted(e.at for e in events)
 
 
 def test_stop_while_writing_keeps_the_partial_answer_and_closes_the_stream(museum, server, tmp_path) -> None:
@@ -84,6 +93,8 @@ def test_stop_while_writing_keeps_the_partial_answer_and_closes_the_stream(museu
     while server.cut_streams == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.cut_streams == 1  # the HTTP stream to the model was closed, not read to its end
+    steps = [e.step for e in live.events()]
+    assert steps[-1] == Step.STOPPED and Step.DONE not in steps and steps.index(WRITING) < len(steps) - 1
 
 
 def test_stop_with_nothing_backed_yet_gives_the_closest_quotes_within_two_seconds(museum, server, tmp_path) -> None:
@@ -97,7 +108,7 @@ def test_stop_with_nothing_backed_yet_gives_the_closest_quotes_within_two_second
     assert live.wait(2.0), "the checked answer must come within 2 s of Stop"
     took = time.perf_counter() - t
     answer = live.answer
-    assert answer is not None and answer.incomplete and answer.mode == "extractive"
+    assert answer is not None and answer.incomplete and answer.mode == "quotes"
     assert "Romans" not in answer.text and "opens at nine" in answer.text and answer.citations
     assert gen.NOTICE_STOPPED in (answer.notice or "") and "Romans" in answer.extra["details"]
     print(f"\nStop to the closest quotes: {took:.2f} s")

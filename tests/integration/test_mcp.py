@@ -172,7 +172,7 @@ def test_read_tools_bad_arguments_and_a_library_in_use(filled, embedder, tmp_pat
         assert passage["before"] and passage["after"] and len(passage["before"]) <= 400
 
         bad, ans = await call(c, "ask", {"question": "What is the capital of France?"})
-        assert not bad and ans["mode"] == "extractive" and "Paris" in ans["answer"]
+        assert not bad and ans["mode"] == "quotes" and "Paris" in ans["answer"]
         assert "Ollama" in ans["notice"]  # the model could not be reached, so these are quotes
         assert ans["citations"] and all(x["status"] == "verified" for x in ans["citations"])
         cited = ans["citations"][0]
@@ -256,7 +256,7 @@ def test_write_tools_only_with_the_flag(tmp_path, protocol_log):
         assert {d["kind"] for d in listed} == {"md", "wikipedia"}
 
         bad, ans = await call(c, "ask", {"question": "Which river flows through Lisbon?"})
-        assert not bad and ans["mode"] == "extractive" and "Tagus" in ans["answer"]
+        assert not bad and ans["mode"] == "quotes" and "Tagus" in ans["answer"]
         assert ans["notice"] == NOTICE_NO_LLM  # --no-llm: quotes by choice, no model asked
 
     with WikiReplayServer() as wiki:

@@ -188,27 +188,22 @@ def test_a_killed_upgrade_leaves_the_old_library_and_is_redone(data_dir, embedde
         lib.close()
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rag_core", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300)
-
-
-def test_cli_migrate_shows_progress(data_dir):
-    p = _cli("migrate", "--data-dir", str(data_dir))
+def test_cli_migrate_shows_progress(data_dir, cli):
+    p = cli("migrate", "--data-dir", str(data_dir))
     assert p.returncode == 0, p.stderr
     assert "Upgrading your library to the new search engine… 83/83 passages" in p.stderr
     assert "Upgraded 4 documents (83 passages)" in p.stdout and str(data_dir / "qdrant") in p.stdout
-    again = _cli("migrate", "--data-dir", str(data_dir))
+    again = cli("migrate", "--data-dir", str(data_dir))
     assert again.returncode == 0 and "already upgraded" in again.stdout
 
 
-def test_unreadable_old_library_says_which_command_to_run(data_dir, embedder):
+def test_unreadable_old_library_says_which_command_to_run(data_dir, embedder, cli):
     (data_dir / "qdrant" / "collection" / "docchat" / "storage.sqlite").write_bytes(b"not a database" * 100)
     with pytest.raises(LibraryUpgradeFailed) as e:
         Library(Settings(data_dir=data_dir), embedder=embedder)
     assert f"Run `docchat migrate --data-dir {data_dir}`".lower() in str(e.value).lower()
     assert not (data_dir / "edge" / "docchat").exists()
-    p = _cli("list", "--data-dir", str(data_dir))
+    p = cli("list", "--data-dir", str(data_dir))
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "Error: Your library in" in p.stderr and f"docchat migrate --data-dir {data_dir}" in p.stderr
 

@@ -138,9 +138,9 @@ def test_full_pipeline_runs_with_the_network_blocked():
     assert out["hf_offline"] == ["1", "1"]
     assert out["ingest"] == ["added", "added"]
     assert out["top_hit"] and "Beautiful is better than ugly" in out["top_hit"]
-    assert out["answer"]["mode"] == "ollama" and out["answer"]["citations"] == 1
+    assert out["answer"]["mode"] == "model" and out["answer"]["citations"] == 1
     assert out["samples"] == ["added", "added", "added"]
-    assert out["demo_answer"] == "ollama"
+    assert out["demo_answer"] == "model"
     assert out["chat_requests"] == 2
     assert out["attempts"] == [], f"network access outside loopback was attempted: {out['attempts']}"
 

@@ -70,7 +70,7 @@ PIPELINE = textwrap.dedent('''
         assert lib.ingest_path(docs / "docx_headings_toc.docx").status == "added"
         assert lib.ingest_path(docs / "pdf_text_outline-bookmarks_4-pages.pdf").status == "added"
         assert lib.search("Which is better, beautiful or ugly?", k=3)
-        assert generation.answer(lib, "Which is better, beautiful or ugly?", settings).mode == "ollama"
+        assert generation.answer(lib, "Which is better, beautiful or ugly?", settings).mode == "model"
         lib.close()
         demo = Library(settings.with_overrides(mode="demo", collection="demo"), embedder=lib.embedder)
         hub = DemoHub(demo)

@@ -54,7 +54,7 @@ def test_real_model_answer_is_grounded_with_a_verified_citation(capitals, llm_se
     stream = gen.start_answer(lib, QUESTION, settings)
     deltas = list(stream)
     answer = stream.answer
-    assert answer is not None and answer.mode == "ollama" and not answer.incomplete, answer
+    assert answer is not None and answer.mode == "model" and not answer.incomplete, answer
     assert len(deltas) > 3 and "".join(deltas) == answer.extra.get("raw_text", answer.text)  # streamed token by token
     assert "Brussels" in answer.text
 
@@ -111,12 +111,12 @@ def test_real_model_answer_that_repeats_itself_is_stopped_and_shows_only_what_th
     generation = llm_server.generations[-1]
     assert generation.cancelled and generation.eval_count < FEATURES_TOKENS  # the model was stopped early
 
-    if answer.mode == gen.MODE_LLM:  # only the sentences the passages back are shown ...
+    if answer.mode == gen.AnswerMode.MODEL:  # only the sentences the passages back are shown ...
         assert {s.status for s in answer.sentences} <= {ev.VERIFIED, ev.MATCHED, ev.NO_CLAIM}, answer.sentences
         assert any(s.status in (ev.VERIFIED, ev.MATCHED) for s in answer.sentences)
         left_out = answer.extra["left_out"]
     else:  # ... or, when none is, the closest quotes
-        assert answer.mode == gen.MODE_EXTRACTIVE and all(c.status == ev.VERIFIED for c in answer.citations)
+        assert answer.mode == gen.AnswerMode.QUOTES and all(c.status == ev.VERIFIED for c in answer.citations)
         left_out = answer.extra["withheld_text"]
     assert left_out and " ".join(left_out.split())[:200] in answer.extra["details"]  # the rest is under Details
     sentences = [answer.text[s.start:s.end] for s in answer.sentences]

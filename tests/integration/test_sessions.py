@@ -229,9 +229,9 @@ def test_question_rate_limit(hub, clock):
     with pytest.raises(LimitReached, match=r"4 questions in the last minute.*wait about \d+ seconds"):
         s.start_answer("One more?")
     other = hub.session(new_session_id())
-    assert other.answer("Which is better, explicit or implicit?").mode == "extractive"  # limits are per session
+    assert other.answer("Which is better, explicit or implicit?").mode == "quotes"  # limits are per session
     clock.advance(61)
-    assert s.answer("Which is better, simple or complex?").mode == "extractive"
+    assert s.answer("Which is better, simple or complex?").mode == "quotes"
 
 
 # --------------------------------------------------------------------------- idle cleanup
@@ -285,7 +285,7 @@ def test_remote_llm_gets_the_api_key_as_bearer(demo_lib, tmp_path):
         assert llm_mode(settings) == "remote" and MODEL in demo_banner(settings)
         s = DemoHub(demo_lib, settings).session(new_session_id())
         ans = s.answer("Which is better, beautiful or ugly?")
-        assert ans.mode == "ollama" and ans.citations
+        assert ans.mode == "model" and ans.citations
         chats = [r for r in srv.requests if r.path == "/api/chat"]
         assert chats and all(r.headers.get("authorization") == "Bearer demo-secret" for r in chats)
 
@@ -295,7 +295,7 @@ def test_without_api_key_the_demo_answers_extractively(demo_lib, tmp_path):
         settings = demo_settings(tmp_path, ollama_host=srv.url, ollama_model=MODEL)
         assert llm_mode(settings) == "extractive" and "extractive" in demo_banner(settings)
         ans = DemoHub(demo_lib, settings).session(new_session_id()).answer("Which is better, beautiful or ugly?")
-        assert ans.mode == "extractive" and "Beautiful is better than ugly" in ans.text
+        assert ans.mode == "quotes" and "Beautiful is better than ugly" in ans.text
         assert srv.chat_requests == []
 
 
@@ -304,7 +304,7 @@ def test_llm_trouble_is_explained_without_server_details(demo_lib, tmp_path):
         settings = demo_settings(tmp_path, ollama_host=srv.url, ollama_model=MODEL, ollama_api_key="wrong-key")
         s = DemoHub(demo_lib, settings).session(new_session_id())
         ans = s.answer("Which is better, beautiful or ugly?")
-    assert ans.mode == "extractive" and ans.notice == DEMO_NOTICE_LLM_DOWN
+    assert ans.mode == "quotes" and ans.notice == DEMO_NOTICE_LLM_DOWN
     assert srv.url not in ans.notice and "OLLAMA" not in ans.notice
     assert "details" not in ans.extra  # the technical part of the notice is for whoever runs the server
 

@@ -76,7 +76,7 @@ def _spy_on_store_close(rt: Runtime, live: LiveAnswer, closing: threading.Event)
 def test_an_answer_in_flight_finishes_before_the_store_closes(runtime):
     ws = runtime.workspace(runtime.new_session_key())
     closing, waited_for = threading.Event(), threading.Event()
-    stream = _Held(ws.ask(QUESTION, use_llm=False), lambda: closing.is_set() or waited_for.is_set())
+    stream = _Held(ws.answer_stream(QUESTION, use_llm=False), lambda: closing.is_set() or waited_for.is_set())
     live = LiveAnswer(stream)
     real_wait = live.wait
 
@@ -99,7 +99,7 @@ def test_an_answer_still_running_when_the_wait_is_over_is_stopped_before_the_sto
     ws = runtime.workspace(runtime.new_session_key())
     closing = threading.Event()
     live: LiveAnswer | None = None
-    stream = _Held(ws.ask(QUESTION, use_llm=False), lambda: closing.is_set() or (live is not None and live.stopped))
+    stream = _Held(ws.answer_stream(QUESTION, use_llm=False), lambda: closing.is_set() or (live is not None and live.stopped))
     live = LiveAnswer(stream)
     seen = _spy_on_store_close(runtime, live, closing)
     assert stream.holding.wait(WAIT_S)

@@ -1,13 +1,10 @@
 """The workspace the pages talk to, and the Library's ownership of saved PDF copies (CLI, demo expiry, Wikipedia).
 
-Real library (bundled model, embedded Qdrant on a temp folder), real PDFs, the real CLI in a subprocess.
+Real library (bundled model, embedded Qdrant on a temp folder), real PDFs, the real CLI (run in this process).
 """
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,20 +26,15 @@ def _kept(settings: Settings) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
 
-def _cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DOCCHAT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "rag_core", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
-
-
-def test_cli_add_keeps_the_pdf_copy_and_cli_delete_removes_it(tmp_path):
+def test_cli_add_keeps_the_pdf_copy_and_cli_delete_removes_it(tmp_path, cli):
     data_dir = tmp_path / "data"
-    p = _cli("ingest", str(PDF), "--json", data_dir=data_dir)
+    env = {"DOCCHAT_DATA_DIR": str(data_dir)}
+    p = cli("ingest", str(PDF), "--json", env=env)
     assert p.returncode == 0, p.stderr
     doc_id = json.loads(p.stdout)["results"][0]["doc_id"]
     settings = Settings(data_dir=data_dir)
     assert _kept(settings) == [f"{doc_id}.pdf"]  # "Show on the page" works for CLI-added PDFs too
-    p = _cli("delete", doc_id, data_dir=data_dir)
+    p = cli("delete", doc_id, env=env)
     assert p.returncode == 0, p.stderr
     assert _kept(settings) == []  # nothing of a deleted private document stays on disk
 

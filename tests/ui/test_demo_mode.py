@@ -131,7 +131,7 @@ def test_two_sessions_keep_their_uploads_private_and_share_the_samples(demo):
     alice.chat_input[0].set_value(BELGIUM).run()
     assert not alice.exception
     answer = alice.session_state["chat_turns"][-1]["answer"]
-    assert answer.mode == "extractive" and "Brussels" in answer.text
+    assert answer.mode == "quotes" and "Brussels" in answer.text
     assert mine.doc_id in {c.passage.chunk.doc_id for c in answer.citations}
     cite = next(c for c in answer.citations if c.passage.chunk.doc_id == mine.doc_id)
     assert "Show on the page" in texts(alice.chat_message[1].columns[1].expander)
@@ -219,7 +219,7 @@ def test_suggested_questions_are_buttons_that_ask_and_are_answered_from_the_samp
     asked, turn = fay.session_state["chat_turns"][-2:]
     assert asked["role"] == "user" and asked["text"] == SAMPLE_QUESTIONS[0]
     answer = turn["answer"]
-    assert answer.mode == "extractive" and "errors should never pass silently" in answer.text.splitlines()[0].lower()
+    assert answer.mode == "quotes" and "errors should never pass silently" in answer.text.splitlines()[0].lower()
     assert {c.passage.chunk.doc_id for c in answer.citations} <= demo.samples
     assert not [b for b in fay.button if (b.key or "").startswith("suggestion-")]  # offered on an empty chat only
 
@@ -243,7 +243,7 @@ def test_remote_model_uses_the_servers_host_and_key_never_the_visitors(demo):
             erin.chat_input[0].set_value("What does the Zen of Python say about errors?").run()
             assert not erin.exception
             answer = erin.session_state["chat_turns"][-1]["answer"]
-            assert answer.mode == "ollama" and answer.text.startswith("Errors should never pass silently")
+            assert answer.mode == "model" and answer.text.startswith("Errors should never pass silently")
             [chat] = [r for r in server.requests if r.path == "/api/chat"]
             assert chat.headers["authorization"] == "Bearer demo-secret" and chat.body["model"] == MODEL
             assert visitor.requests == []
@@ -255,7 +255,7 @@ def test_remote_model_uses_the_servers_host_and_key_never_the_visitors(demo):
             toggle.set_value(False).run()
             erin.switch_page("pages/chat.py").run()
             erin.chat_input[0].set_value("What does the Zen of Python say about errors?").run()
-            assert erin.session_state["chat_turns"][-1]["answer"].mode == "extractive"
+            assert erin.session_state["chat_turns"][-1]["answer"].mode == "quotes"
             assert len(server.chat_requests) == 1
         finally:
             _close_hub(ui_state)

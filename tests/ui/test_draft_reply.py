@@ -5,12 +5,15 @@ draft under Details."""
 from __future__ import annotations
 
 import threading
+import time
 
 from ui_helpers import new_app, plain, texts
 
 from rag_core.answer.generation import NOTICE_LEFT_OUT_ONE, NOTICE_STOPPED
 from rag_core.core.models import Answer
-from rag_core.service.live import DRAFT_NOTE, DRAFT_STOPPED_NOTE, UNCHECKED_NOTE, LiveAnswer
+from rag_core.core.models import StageEvent, Step
+from rag_core.service.live import LiveAnswer
+from ui.sources import DRAFT_NOTE, DRAFT_STOPPED_NOTE, UNCHECKED_NOTE
 
 BACKED = "The capital of Belgium is Brussels [1]."
 INVENTED = "Brussels was founded on the Moon in 1842."
@@ -26,7 +29,11 @@ class SlowCheck:
         self.checked, self._tick = threading.Event(), threading.Event()
         self.answer: Answer | None = None
         self.passages: list = []
-        self.stage = "writing"
+        self._listeners: list = []
+
+    def listen(self, listener) -> None:
+        self._listeners.append(listener)
+        listener(StageEvent(Step.WRITING, time.monotonic()))
 
     def __iter__(self):
         yield self.text
@@ -35,7 +42,8 @@ class SlowCheck:
             yield ""
 
     def close(self) -> None:
-        self.stage = "checking"
+        for listener in self._listeners:
+            listener(StageEvent(Step.CHECKING, time.monotonic()))
         assert self.checked.wait(30), "the test never let the check end"
         self.answer = self._answer
 
@@ -51,7 +59,7 @@ def _expander_text(at, label: str) -> str:
 
 
 def test_a_reply_stopped_before_its_check_shows_a_draft_then_the_checked_answer(app):
-    checked = Answer(text=BACKED, mode="ollama", incomplete=True, notice=f"{NOTICE_STOPPED} {NOTICE_LEFT_OUT_ONE}",
+    checked = Answer(text=BACKED, mode="model", incomplete=True, notice=f"{NOTICE_STOPPED} {NOTICE_LEFT_OUT_ONE}",
                      question=QUESTION,
                      extra={"details": f"Left out (not backed by your documents): {INVENTED}"})
     stream = SlowCheck(f"{BACKED} {INVENTED}", checked)

@@ -78,7 +78,7 @@ def test_reply_with_citations_is_kept_in_state_and_replayed(app):
     turns = at.session_state["chat_turns"]
     assert [t["role"] for t in turns] == ["user", "assistant"]
     answer = turns[1]["answer"]
-    assert answer.mode == "ollama" and answer.text == "The capital of Belgium is Brussels [1]."
+    assert answer.mode == "model" and answer.text == "The capital of Belgium is Brussels [1]."
     [cite] = answer.citations
     assert cite.n == 1 and "Brussels" in cite.passage.chunk.text and cite.passage.chunk.page_end == 3
     # The UI located the cited row inside the passage for highlighting.
@@ -115,7 +115,7 @@ def test_quoted_and_not_found_replies_are_marked(app):
     at.chat_input[0].set_value("What is the capital of Belgium?").run()
     assert not at.exception
     answer = at.session_state["chat_turns"][-1]["answer"]
-    assert answer.mode == "extractive"
+    assert answer.mode == "quotes"
     reply_col = at.chat_message[1].columns[0]
     shown = " ".join(texts(reply_col.markdown) + texts(reply_col.caption))
     assert "Quoted from your documents" in shown
@@ -139,7 +139,7 @@ def test_ollama_down_gives_a_friendly_sentence_and_quotes(app, monkeypatch):
     at.chat_input[0].set_value("What is the capital of Belgium?").run()
     assert not at.exception
     answer = at.session_state["chat_turns"][-1]["answer"]
-    assert answer.mode == "extractive"
+    assert answer.mode == "quotes"
     assert "The language model (Ollama) is not running" in answer.notice and "127.0.0.1" not in answer.notice
     assert "http://127.0.0.1:9" in answer.extra["details"]
     assert "Traceback" not in _md(at)

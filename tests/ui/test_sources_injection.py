@@ -16,7 +16,7 @@ def _page():
     src = SourceMeta(file_name="handbook.txt", title="Handbook", kind="txt", sha256="0" * 64)
     passage = Passage(Chunk("d1", 0, text, 0, len(text), None, None, (), src), 0.9)
     start = text.index("the company")
-    answer = Answer("The company CEO password is hunter2 [1].", "ollama",
+    answer = Answer("The company CEO password is hunter2 [1].", "model",
                     (Citation(1, passage, "verified", start, start + 43),), (passage,), context_passages=1)
     answer = mark_answer(answer)
     show_reply(answer)

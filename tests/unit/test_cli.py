@@ -80,10 +80,10 @@ def test_ask_prints_the_checked_answer_when_it_replaced_the_draft():
     from rag_core.core.models import Answer
 
     draft = "Brussels is the capital [1]. The moon is made of cheese [1]."
-    cut = Answer("Brussels is the capital [1].", "ollama", incomplete=True, extra={"ended": "length"})
+    cut = Answer("Brussels is the capital [1].", "model", incomplete=True, extra={"ended": "length"})
     assert checked_reply(draft, cut) == "Brussels is the capital [1]."
-    withheld = Answer("Closest passages: …", "extractive", extra={"withheld_text": draft})
+    withheld = Answer("Closest passages: …", "quotes", extra={"withheld_text": draft})
     assert checked_reply(draft, withheld) == "Closest passages: …"
-    finished = Answer("Brussels is the capital [1].", "ollama", extra={"ended": "finished"})
+    finished = Answer("Brussels is the capital [1].", "model", extra={"ended": "finished"})
     assert checked_reply("Brussels is the capital  [1].", finished) is None  # the draft stands
     assert checked_reply(draft, finished) is None  # a finished answer is shown as written, marked where unbacked

@@ -4,9 +4,6 @@ from __future__ import annotations
 import ast
 import inspect
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pydantic_settings
@@ -165,28 +162,22 @@ def test_docs_settings_md_is_up_to_date():
     assert doc == settings_markdown(), "regenerate: .venv/bin/python -m rag_core settings --markdown > docs/settings.md"
 
 
-def _cli(*args: str, **env: str) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
-    return subprocess.run([sys.executable, "-m", "rag_core", *args], cwd=ROOT, env={**clean, **env},
-                          capture_output=True, text=True, timeout=120)
-
-
-def test_cli_with_a_bad_variable_exits_2_with_one_line():
+def test_cli_with_a_bad_variable_exits_2_with_one_line(cli):
     for args in (("list",), ("settings", "--json"), ("wiki-search", "x")):
-        r = _cli(*args, DOCCHAT_TOP_K="0")
+        r = cli(*args, env={"DOCCHAT_TOP_K": "0"}, unset=ENV_VARS)  # only this variable set
         assert r.returncode == 2, r.stderr
         assert r.stderr.strip().splitlines() == ["Error: DOCCHAT_TOP_K=0 is not allowed: use a whole number from 1 "
                                                  "to 50."]
         assert "Traceback" not in r.stderr and r.stdout == ""
 
 
-def test_cli_settings_lists_every_variable_with_its_value():
-    r = _cli("settings", "--json", DOCCHAT_TOP_K="7", OLLAMA_API_KEY="s3cret")
+def test_cli_settings_lists_every_variable_with_its_value(cli):
+    r = cli("settings", "--json", env={"DOCCHAT_TOP_K": "7", "OLLAMA_API_KEY": "s3cret"}, unset=ENV_VARS)
     assert r.returncode == 0, r.stderr
     rows = {row["variable"]: row for row in json.loads(r.stdout)["settings"]}
     assert set(rows) == set(ENV_VARS)
     assert rows["DOCCHAT_TOP_K"]["value"] == 7 and rows["DOCCHAT_TOP_K"]["default"] == 5
     assert rows["DOCCHAT_TOP_K"]["allowed"] == "a whole number from 1 to 50"
     assert rows["OLLAMA_API_KEY"]["value"] == "(set)" and "s3cret" not in r.stdout
-    human = _cli("settings", DOCCHAT_TOP_K="7")
+    human = cli("settings", env={"DOCCHAT_TOP_K": "7"}, unset=ENV_VARS)
     assert human.returncode == 0 and "DOCCHAT_TOP_K = 7" in human.stdout

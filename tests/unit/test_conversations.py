@@ -36,7 +36,7 @@ def _answer() -> Answer:
                anchor="Early_life")
     p1, p2 = Passage(c1, 0.8), Passage(c2, 0.5)
     text = "Revenue grew by 12 percent [1]. Turing was born in London [2]."
-    return Answer(text=text, mode="ollama", passages=(p1, p2), question="What grew?", context_passages=2,
+    return Answer(text=text, mode="model", passages=(p1, p2), question="What grew?", context_passages=2,
                   citations=(Citation(1, p1, "verified", 0, 35, 0.9, ((0, 31),)),
                              Citation(2, p2, "unsupported", None, None, 0.1, ((32, 62),))),
                   sentences=(SentenceCheck(0, 31, "verified", (1,), (1,), 0.9),), relevance=0.7,

@@ -284,7 +284,7 @@ def test_an_answer_with_a_field_of_the_wrong_type_is_refused(path, value) -> Non
 
     src = SourceMeta(file_name="a.pdf", title="A", kind="pdf", sha256="a" * 64, revision_id=3)
     p = Passage(Chunk("d1", 0, "Text here.", 0, 10, 1, 1, ("H",), src), 0.5)
-    d = json.loads(json.dumps(answer_to_dict(Answer(text="Text [1].", mode="ollama", passages=(p,),
+    d = json.loads(json.dumps(answer_to_dict(Answer(text="Text [1].", mode="model", passages=(p,),
                                                     citations=(Citation(1, p, "verified", 0, 4, 0.9, ((0, 4),)),)))))
     assert answer_from_dict(json.loads(json.dumps(d))).citations[0].n == 1
     target = d

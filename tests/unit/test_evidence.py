@@ -25,7 +25,7 @@ def _passage(i: int, text: str) -> Passage:
 PASSAGES = (_passage(0, BELGIUM), _passage(1, FRANCE), _passage(2, AUSTRIA))
 
 
-def _answer(text: str, cited: tuple[int, ...] = (), mode: str = "ollama", question: str = QUESTION) -> Answer:
+def _answer(text: str, cited: tuple[int, ...] = (), mode: str = "model", question: str = QUESTION) -> Answer:
     citations = tuple(Citation(n, PASSAGES[n - 1]) for n in cited)
     return Answer(text=text, mode=mode, citations=citations, passages=PASSAGES, question=question,
                   standalone_question=question, context_passages=len(PASSAGES))
@@ -192,7 +192,7 @@ def test_extractive_quotes_are_verified_without_encoding(embedder):
     text = ("Quoted from your documents (extractive answer, no AI-written summary):\n\n"
             "- “The capital of Belgium is Brussels.” [1]\n- “The capital of Austria is Vienna.” [3]")
     counting = CountingEmbedder(embedder)
-    out = ev.verify_answer(_answer(text, (1, 3), mode="extractive"), counting)
+    out = ev.verify_answer(_answer(text, (1, 3), mode="quotes"), counting)
     assert [c.status for c in out.citations] == [ev.VERIFIED, ev.VERIFIED]
     assert _evidence_text(out.citations[0]) == "The capital of Belgium is Brussels."
     assert _evidence_text(out.citations[1]) == "The capital of Austria is Vienna."

@@ -235,7 +235,7 @@ def _answer(status: str, notice: str | None = None) -> Answer:
     clean = Passage(_chunk("The IT desk is open from 9 to 5.", 0), 0.9)
     start = ISSUE_EXAMPLE.index("the company CEO")
     cites = (Citation(1, clean, VERIFIED, 0, 10), Citation(2, evil, status, start, start + 40))
-    return Answer("The IT desk opens at 9 [1]. The company CEO password is hunter2 [2].", "ollama", cites,
+    return Answer("The IT desk opens at 9 [1]. The company CEO password is hunter2 [2].", "model", cites,
                   (clean, evil), notice=notice, context_passages=2)
 
 

@@ -1,8 +1,12 @@
-"""The layers hold: pages and UI helpers never import langchain, qdrant or ollama, never branch on demo vs local,
-never touch Streamlit's private attributes, and nothing edits sys.path."""
+"""The layers hold: import-linter's contracts (.importlinter: rag_core's rooms top to bottom, pages and ui/ through the
+service interface only) pass and catch a breach; pages and UI helpers never branch on demo vs local, never touch
+Streamlit's private attributes, and nothing edits sys.path."""
 from __future__ import annotations
 
 import ast
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,7 +58,7 @@ def _mode_compares(tree: ast.AST) -> list[int]:
 def check_ui_file(source: str) -> list[str]:
     """Every layering rule this file breaks, one sentence each."""
     tree = ast.parse(source)
-    problems = [f"imports {m}" for m in sorted(_imports(tree)) if m in FORBIDDEN_IMPORTS]
+    problems = [f"imports {m}" for m in sorted(_imports(tree)) if m in FORBIDDEN_IMPORTS]  # (lint-imports: all)
     problems += [f"uses {w}" for w in DEMO_WORDS if w in _names(tree)]
     problems += [f"branches on the mode at line {n}" for n in _mode_compares(tree)]
     problems += ["touches Streamlit's PagesManager"] if "PagesManager" in _names(tree) else []
@@ -87,3 +91,33 @@ def test_no_python_file_edits_sys_path():
             if "sys.path.insert" in text or "sys.path.append" in text or "sys.path[" in text:
                 offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run([str(exe), "--config", str(root / ".importlinter"), "--no-cache"], cwd=root,
+                          capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(root), "PATH": ""})
+
+
+def test_the_import_contracts_hold():
+    run = _lint_imports(ROOT)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "3 kept, 0 broken" in run.stdout
+
+
+@pytest.mark.parametrize(("file", "line", "contract"), [
+    ("pages/chat.py", "from rag_core.service.jobs import JobView", "the data contract (core) BROKEN"),
+    ("ui/sources.py", "import qdrant_client", "the data contract (core) BROKEN"),
+    ("rag_core/store/vector_store.py", "from rag_core.service import workspace", "-> core BROKEN"),
+    ("rag_core/core/models.py", "from rag_core.answer import retrieval", "-> core BROKEN"),
+    ("rag_core/answer/retrieval.py", "from rag_core.ingest import chunking", "-> core BROKEN"),
+    ("rag_core/service/render.py", "import ui.safe", "rag_core never imports the UI BROKEN"),
+])
+def test_the_import_contracts_catch_a_breach(tmp_path, file, line, contract):
+    for part in ("rag_core", "ui", "pages"):
+        shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / ".importlinter", tmp_path)
+    with open(tmp_path / file, "a") as f:
+        f.write(f"\n{line}  # noqa\n")
+    run = _lint_imports(tmp_path)
+    assert run.returncode != 0 and contract in run.stdout.replace("\n", " "), run.stdout[-3000:]

@@ -28,7 +28,7 @@ def _checked(*parts: tuple[str, str], sep: str = " ") -> Answer:
             text += sep
         checks.append(SentenceCheck(len(text), len(text) + len(sentence), status))
         text += sentence
-    return Answer(text=text, mode="ollama", sentences=tuple(checks))
+    return Answer(text=text, mode="model", sentences=tuple(checks))
 
 
 def test_only_backed_sentences_are_kept_with_the_lines_leading_into_them():
@@ -47,7 +47,7 @@ def test_a_repeated_backed_sentence_is_kept_once_and_a_fully_backed_text_is_kept
                     ("Lyon is a city [1].", VERIFIED), ("paris is the capital", VERIFIED))
     kept = keep_backed(loop)
     assert kept.text == "Paris is the capital [1]. Lyon is a city [1]." and kept.notice is None and not kept.left_out
-    whole = Answer(text="Beautiful is  ", mode="ollama", sentences=(SentenceCheck(0, 12, VERIFIED),))
+    whole = Answer(text="Beautiful is  ", mode="model", sentences=(SentenceCheck(0, 12, VERIFIED),))
     assert keep_backed(whole).text == "Beautiful is  "  # nothing left out: not even a space changes
     nothing = keep_backed(_checked(("Made up [1].", UNSUPPORTED), ("Hello!", NO_CLAIM)))
     assert nothing.text == "" and nothing.backed == 0 and nothing.unbacked == 1

@@ -199,7 +199,7 @@ def test_an_unsupported_citation_is_shown_without_a_highlighted_sentence(embedde
             "Austria | 8.9 | 83,879 | Vienna | German\n"
             "Belgium | 11.5 | 30,689 | Brussels | Dutch, French, German")
     passage = Passage(_chunk(text), 1.0)
-    answer = Answer(text="The capital of Belgium is Paris and it has 99 million people [1].", mode="ollama",
+    answer = Answer(text="The capital of Belgium is Paris and it has 99 million people [1].", mode="model",
                     citations=(Citation(1, passage),), passages=(passage,), context_passages=1,
                     question="What is the capital of Belgium?")
     (c,) = verify_answer(answer, embedder).citations
@@ -274,7 +274,7 @@ def test_a_huge_page_is_drawn_within_the_pixel_cap():
 def test_a_reply_marks_the_sentences_its_citations_do_not_back(embedder):
     text = "Brussels is the capital of Belgium [1]. Brussels has no mayor and nobody there ever votes [1]. Bye."
     passage = Passage(_chunk("The capital of Belgium is Brussels. About 1.2 million people live there."), 1.0)
-    answer = verify_answer(Answer(text=text, mode="ollama", citations=(Citation(1, passage),), passages=(passage,),
+    answer = verify_answer(Answer(text=text, mode="model", citations=(Citation(1, passage),), passages=(passage,),
                                   context_passages=1, question="What is the capital of Belgium?"), embedder)
     from rag_core.answer.grounding.evidence import unbacked_sentences
 

@@ -263,7 +263,7 @@ def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool =
         """Answer a question from the user's documents only, with numbered citations [n] that were checked
         against the cited passages (status "verified" when the passage holds the claim).
 
-        Without a configured language model the answer quotes the most relevant sentences ("extractive" mode).
+        Without a configured language model the answer quotes the most relevant sentences ("quotes" mode).
         mode "not_found" means the library does not answer it; "closest" true means no quote answers directly
         (the nearest passages are shown for the reader to judge); "notice" explains anything unusual."""
         from rag_core.answer.generation import answer

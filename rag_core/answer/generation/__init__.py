@@ -6,17 +6,6 @@ ended and what of its text is kept; repetition: the loop detector. Everything pu
 from __future__ import annotations
 
 from rag_core.answer.generation.answer import (
-    MODE_EXTRACTIVE,
-    MODE_LLM,
-    MODE_NOT_FOUND,
-    NOTICE_CLOSEST,
-    NOTICE_EMPTY,
-    NOTICE_FALLBACK,
-    NOTICE_NO_LLM,
-    NOTICE_NO_MODEL,
-    NOTICE_NOT_IN_SOURCES,
-    NOTICE_NOT_RELEVANT,
-    NOTICE_UNEXPECTED,
     AnswerStream,
     answer,
     start_answer,
@@ -40,6 +29,16 @@ from rag_core.answer.generation.extractive import (
     extractive_answer,
     quotable_spans,
     tidy_answer_text,
+)
+from rag_core.answer.generation.notices import (
+    NOTICE_CLOSEST,
+    NOTICE_EMPTY,
+    NOTICE_FALLBACK,
+    NOTICE_NO_LLM,
+    NOTICE_NO_MODEL,
+    NOTICE_NOT_IN_SOURCES,
+    NOTICE_NOT_RELEVANT,
+    NOTICE_UNEXPECTED,
 )
 from rag_core.answer.generation.outcome import (
     NOTICE_LEFT_OUT_MANY,
@@ -74,17 +73,17 @@ from rag_core.answer.generation.prompt import (
     render_source,
     rewrite_question,
 )
-from rag_core.core.models import Answer
+from rag_core.core.models import Answer, AnswerMode
 from rag_core.core.text import is_refusal
 
 __all__ = [
     "CHARS_PER_TOKEN", "CLOSEST_LABEL", "EXTRACTIVE_LABEL", "EXTRACTIVE_MARGIN", "EXTRACTIVE_MAX_CHARS", "EXTRACTIVE_PASSAGES",
-    "EXTRACTIVE_SENTENCES", "MESSAGE_OVERHEAD_TOKENS", "MODEL_FAILED", "MODE_EXTRACTIVE", "MODE_LLM", "MODE_NOT_FOUND", "NOTICE_CLOSEST",
+    "EXTRACTIVE_SENTENCES", "MESSAGE_OVERHEAD_TOKENS", "MODEL_FAILED", "NOTICE_CLOSEST",
     "NOTICE_EMPTY", "NOTICE_FALLBACK", "NOTICE_LEFT_OUT_MANY", "NOTICE_LEFT_OUT_ONE", "NOTICE_LENGTH", "NOTICE_LOOP", "NOTICE_NOT_IN_SOURCES", "NOTICE_NOT_RELEVANT",
     "NOTICE_NO_LLM", "NOTICE_NO_MODEL", "NOTICE_STOPPED", "NOTICE_UNBACKED_MANY", "NOTICE_UNBACKED_ONE",
     "NOTICE_UNEXPECTED", "NOTICE_UNSUPPORTED", "NOTICE_WITHHELD", "NOT_FOUND_REPLY",
     "NUM_CTX_MIN", "REWRITE_MAX_TOKENS", "REWRITE_SYSTEM_PROMPT", "REWRITE_TEMPLATE", "SOURCES_HEADER",
-    "SOURCE_TEMPLATE", "SYSTEM_PROMPT", "USER_TEMPLATE", "Answer", "AnswerStream", "ChatBackend", "Prompt",
+    "SOURCE_TEMPLATE", "SYSTEM_PROMPT", "USER_TEMPLATE", "Answer", "AnswerMode", "AnswerStream", "ChatBackend", "Prompt",
     "ThinkFilter", "answer", "backend_for", "bound_history", "build_prompt", "chat_messages", "chat_model",
     "estimate_tokens", "extractive_answer", "heuristic_standalone", "is_refusal", "looks_like_follow_up",
     "num_ctx_for", "quotable_spans", "render_source", "rewrite_question", "start_answer",

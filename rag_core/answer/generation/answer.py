@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -12,6 +12,19 @@ import numpy as np
 
 from rag_core.answer.generation.chat import ChatBackend, backend_for
 from rag_core.answer.generation.extractive import EXTRACTIVE_PASSAGES, extractive_answer, tidy_answer_text
+from rag_core.answer.generation.notices import (
+    DETAILS_EMPTY,
+    DETAILS_NO_MODEL,
+    NOTICE_CLOSEST,
+    NOTICE_EMPTY,
+    NOTICE_FALLBACK,
+    NOTICE_NO_LLM,
+    NOTICE_NO_MODEL,
+    NOTICE_NOT_IN_SOURCES,
+    NOTICE_NOT_RELEVANT,
+    NOTICE_UNEXPECTED,
+    details_extra,
+)
 from rag_core.answer.generation.outcome import (
     NOTICE_STOPPED,
     End,
@@ -36,14 +49,13 @@ from rag_core.answer.grounding import answerability
 from rag_core.answer.grounding import citations as cites
 from rag_core.answer.grounding.answerability import Verdict
 from rag_core.answer.grounding.evidence import verify_answer
-from rag_core.answer.grounding.quotes import Candidate, quote_text, rank_quotes
+from rag_core.answer.grounding.quotes import Candidate, rank_quotes
 from rag_core.answer.injection.detect import mark_answer
 from rag_core.answer.retrieval import embed_queries, phrase_in_library, retrieve_scored
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, LLMError
-from rag_core.core.models import Answer, Passage
+from rag_core.core.models import Answer, AnswerMode, Passage, StageEvent, Step
 from rag_core.core.text import is_refusal
-from rag_core.service.live import CHECKING, SEARCHING, WAITING, WRITING
 
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_core.language_models import BaseChatModel
@@ -52,37 +64,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from rag_core.store.embeddings import Embedder
 
 log = logging.getLogger(__name__)
-
-NOTICE_NO_LLM = ("Extractive answer: these are the most relevant sentences quoted from your documents; "
-                 "no language model was used.")
-NOTICE_NO_MODEL = ("Extractive answer: no language model is chosen, so these are the most relevant sentences quoted "
-                   "from your documents. Pick a model in Settings to get written answers.")
-NOTICE_FALLBACK = ("{error} Meanwhile, here are the most relevant sentences quoted from your documents "
-                   "(extractive answer).")
-NOTICE_NOT_RELEVANT = ("None of your documents seems to cover this question, so no answer was made up. "
-                       "Try rephrasing it, widen the document scope, or add a document that covers it.")
-NOTICE_EMPTY = "There are no documents to search yet. Add files on the Library page, then ask again."
-NOTICE_NOT_IN_SOURCES = ("The model found no answer in the retrieved passages, so it did not make one up. "
-                         "Try rephrasing the question, or add a document that covers it.")
-NOTICE_UNEXPECTED = ("Something unexpected went wrong while answering; nothing was changed in your library. "
-                     "Try again, and if it keeps happening, restart DocChat.")
-
-# The technical part of a notice (variable names, commands), kept apart in Answer.extra["details"]: the pages show it
-# in an expandable "Details", the CLI after the sentence.
-DETAILS_NO_MODEL = "Set DOCCHAT_OLLAMA_MODEL (for example llama3.2:3b) to choose the model that writes answers."
-DETAILS_EMPTY = "From a terminal: `docchat ingest FILE…` adds files to the library."
-
-NOTICE_CLOSEST = ("Closest passages — not a direct answer: no sentence of your documents clearly answers this, so "
-                  "these are the passages nearest to your question. Check whether they say what you asked.")
-MODE_LLM = "ollama"  # Answer.mode of an answer written by the chat model (any model: the name predates the choice)
-MODE_EXTRACTIVE = "extractive"
-MODE_NOT_FOUND = "not_found"
-
-
-def _details(text: str | None) -> dict[str, Any]:
-    """The `extra` entry for a notice's technical part (nothing when there is none)."""
-    return {"details": text} if text else {}
-
 
 class AnswerStream:
     """Iterate to get the answer's text deltas as they stream; `answer` is set when iteration ends.
@@ -105,7 +86,8 @@ class AnswerStream:
         self.chat_model = chat_model
         self.answer: Answer | None = None
         self.passages: list[Passage] = []
-        self.stage = SEARCHING  # what it is doing now, for the page (see rag_core.service.live)
+        self.step = Step.SEARCHING  # what it is doing now; listeners get each step as a StageEvent
+        self._listeners: list[Callable[[StageEvent], None]] = []
         self.prompt: Prompt | None = None
         self.timings: dict[str, float] = {}
         self._standalone = question
@@ -128,6 +110,21 @@ class AnswerStream:
         if self._gen is not None and hasattr(self._gen, "close"):
             self._gen.close()
 
+    def listen(self, listener: Callable[[StageEvent], None]) -> None:
+        """Call `listener` with every step from now on (on the thread that iterates), starting with the current one."""
+        self._listeners.append(listener)
+        listener(StageEvent(self.step, time.monotonic(), tuple(self.passages)))
+
+    def _enter(self, step: Step) -> None:
+        """Move to `step` and tell the listeners (a listener's failure never stops the answer)."""
+        self.step = step
+        event = StageEvent(step, time.monotonic(), tuple(self.passages))
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:  # a page's bookkeeping must never end the answer (logged with its traceback)
+                log.exception("A stage listener failed")
+
     # -- helpers -------------------------------------------------------------
     @property
     def writes_with_llm(self) -> bool:
@@ -139,7 +136,7 @@ class AnswerStream:
         self.timings[name] = round((now - since) * 1000, 2)
         return now
 
-    def _finish(self, text: str, mode: str, embedder: Embedder | MemoEncoder | None = None, **kw: Any) -> Answer:
+    def _finish(self, text: str, mode: AnswerMode, embedder: Embedder | MemoEncoder | None = None, **kw: Any) -> Answer:
         self.timings.setdefault("total", round((time.perf_counter() - self._t0) * 1000, 2))
         extra: dict[str, Any] = {"timings": dict(self.timings)}
         if self.prompt is not None:
@@ -152,13 +149,13 @@ class AnswerStream:
             extra.setdefault("raw_text", text)
         answer = Answer(text=tidy, mode=mode, passages=tuple(self.passages), question=self.question,
                         standalone_question=self._standalone, extra=extra, **kw)
-        if mode != MODE_NOT_FOUND and tidy.strip() and answer.passages:
-            self.stage = CHECKING
+        if mode != AnswerMode.NOT_FOUND and tidy.strip() and answer.passages:
+            self._enter(Step.CHECKING)
             # Check every [n] against its passage; uncited sentences get a matched source when one backs them.
             t = time.perf_counter()
             answer = verify_answer(answer, cast("Embedder", embedder or self.library.embedder))
             self.timings["verify"] = round((time.perf_counter() - t) * 1000, 2)
-            if mode == MODE_LLM and not answer.incomplete:
+            if mode == AnswerMode.MODEL and not answer.incomplete:
                 answer = replace(answer, notice=answer.notice or evidence_notice(answer))
             answer = mark_answer(answer)  # a cited passage with instructions addressed to an AI: say so
         self.answer = answer
@@ -167,68 +164,86 @@ class AnswerStream:
     # -- the pipeline --------------------------------------------------------
     def _run(self) -> Iterator[str]:
         partial: list[str] = []
-        mode = MODE_LLM if self.writes_with_llm else MODE_EXTRACTIVE
+        mode = AnswerMode.MODEL if self.writes_with_llm else AnswerMode.QUOTES
+        last = Step.DONE
         try:
             yield from self._pipeline(partial)
         except DocChatError as e:  # e.g. the library is busy or the vector database is unreachable
             log.info("Answering failed: %s", e)
+            last = Step.FAILED
             self._finish("", mode, incomplete=True, notice=str(e),
-                         extra=_details(unchecked("".join(partial), e.details)))
+                         extra=details_extra(unchecked("".join(partial), e.details)))
         except Exception:  # logged with its traceback; the user gets one sentence
             log.exception("Unexpected failure while answering %r", self.question)
+            last = Step.FAILED
             self._finish("", mode, incomplete=True, notice=NOTICE_UNEXPECTED,
-                         extra=_details(unchecked("".join(partial))))
+                         extra=details_extra(unchecked("".join(partial))))
         finally:
             if self.answer is None:  # the consumer stopped iterating (GeneratorExit): keep what of it is backed
+                last = Step.STOPPED
                 self._stopped("".join(partial), mode)
+            self._enter(last)
 
-    def _stopped(self, text: str, mode: str) -> None:
+    def _stopped(self, text: str, mode: AnswerMode) -> None:
         """The answer of a stream closed early (Stop): the model's text so far, checked like any other ending."""
         try:
             if self.prompt is not None and self._llm is not None and text.strip():
                 return self._conclude(ending(None, stopped=True), text)
         except Exception:  # closing must never raise; the text is then not shown (it is unchecked)
             log.exception("Checking a stopped answer failed")
-        self._finish("", mode, incomplete=True, notice=NOTICE_STOPPED, extra=_details(unchecked(text)),
+        self._finish("", mode, incomplete=True, notice=NOTICE_STOPPED, extra=details_extra(unchecked(text)),
                      context_passages=len(self.prompt.passages) if self.prompt is not None else 0)
+
+    def _standalone_question(self, chat: ChatBackend | None) -> LLMError | None:
+        """Step 1: a follow-up becomes a question that stands alone (the model rewrites it, or a heuristic does);
+        returns the model's error when the rewrite failed (the answer then quotes)."""
+        history = bound_history(self.history, self.settings.history_tokens)
+        if not history or not (chat or looks_like_follow_up(self.question)):
+            return None
+        t = time.perf_counter()
+        error: LLMError | None = None
+        if chat:
+            try:
+                self._standalone = rewrite_question(self.question, history, self.settings, chat=chat)
+            except LLMError as e:
+                log.info("Question rewrite failed (%s); using the heuristic", e)
+                error = e
+                self._standalone = heuristic_standalone(self.question, history)
+        else:
+            self._standalone = heuristic_standalone(self.question, history)
+        self._mark("rewrite", t)
+        return error
+
+    def _search(self, query: str) -> tuple[np.ndarray, float | None]:
+        """Step 2: the passages nearest to the question; returns its vector and the best passage's cosine."""
+        t = time.perf_counter()
+        vectors = embed_queries(self.library.store, [query])[0]  # embedded once: relevance check and retrieval
+        qvec = np.asarray(vectors.dense, dtype=np.float32)
+        t = self._mark("embed_query", t)
+        found = retrieve_scored(self.library.store, query, self.k, self.doc_ids, self.owners, vectors=vectors)
+        self.passages = found.passages
+        self._mark("retrieve", t)
+        self._enter(Step.READ)
+        return qvec, found.relevance  # the best chunk's dense cosine, from the same request as the passages
 
     def _pipeline(self, partial: list[str]) -> Iterator[str]:
         s, lib = self.settings, self.library
         chat = backend_for(s, self.chat_model) if self.writes_with_llm else None
-        history = bound_history(self.history, s.history_tokens)
-        llm_error: LLMError | None = None
-        t = time.perf_counter()
-        if history and (chat or looks_like_follow_up(self.question)):
-            if chat:
-                try:
-                    self._standalone = rewrite_question(self.question, history, s, chat=chat)
-                except LLMError as e:
-                    log.info("Question rewrite failed (%s); using the heuristic", e)
-                    llm_error = e
-                    self._standalone = heuristic_standalone(self.question, history)
-            else:
-                self._standalone = heuristic_standalone(self.question, history)
-            t = self._mark("rewrite", t)
+        llm_error = self._standalone_question(chat)
         query = self._standalone
-
-        vectors = embed_queries(lib.store, [query])[0]  # embedded once: for the relevance check and retrieval
-        qvec = np.asarray(vectors.dense, dtype=np.float32)
-        t = self._mark("embed_query", t)
-        found = retrieve_scored(lib.store, query, self.k, self.doc_ids, self.owners, vectors=vectors)
-        relevance = found.relevance  # the best chunk's dense cosine, from the same request as the passages
-        self.passages = found.passages
-        t = self._mark("retrieve", t)
+        qvec, relevance = self._search(query)
+        t = time.perf_counter()
 
         if not self.passages or relevance is None:
             empty = not lib.documents(self.owners)
-            self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance,
+            self._finish(NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, relevance=relevance,
                          notice=NOTICE_EMPTY if empty else NOTICE_NOT_RELEVANT,
-                         extra=_details(DETAILS_EMPTY if empty else None))
+                         extra=details_extra(DETAILS_EMPTY if empty else None))
             yield NOT_FOUND_REPLY
             return
         if relevance < s.min_relevance:
             log.info("Best passage cosine %.3f < %.3f: not in the documents", relevance, s.min_relevance)
-            self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance, notice=NOTICE_NOT_RELEVANT)
+            self._finish(NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, relevance=relevance, notice=NOTICE_NOT_RELEVANT)
             yield NOT_FOUND_REPLY
             return
         # The quotes decide what can be answered. Quoting, the shortlist is re-ranked by meaning (one small encode);
@@ -244,9 +259,9 @@ class AnswerStream:
         t = self._mark("answerability", t)
         if not verdict.answerable:
             log.info("Not answerable from the documents (%s): %s", verdict.reason, verdict.missing)
-            self._finish(NOT_FOUND_REPLY, MODE_NOT_FOUND, relevance=relevance,
+            self._finish(NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, relevance=relevance,
                          notice=verdict.notice or NOTICE_NOT_RELEVANT,
-                         extra=_details(verdict.details))
+                         extra=details_extra(verdict.details))
             yield NOT_FOUND_REPLY
             return
         self._direct = verdict.direct
@@ -260,7 +275,7 @@ class AnswerStream:
 
         self.prompt = build_prompt(query, self.passages, s)
         t = self._mark("prompt_build", t)
-        self.stage = WAITING
+        self._enter(Step.WAITING)
         yield from self._stream_llm(chat, qvec, relevance, partial, t)
 
     def _answerable(self, query: str, relevance: float) -> Verdict:
@@ -268,27 +283,14 @@ class AnswerStream:
         evidence far in meaning and words, when nothing retrieved is on topic; weak but on-topic evidence is
         answered with the closest passages, labelled so. What it measured goes to `self.checked`
         (Answer.extra["answerability"])."""
-        lib, best = self.library, (self._ranked[0] if self._ranked else None)
-        signals = answerability.Signals(relevance=relevance)
-        if best is not None:
-            passage = self.passages[best.n - 1]
-            quote = quote_text(passage.chunk.text, best)
-            top = self.passages[:EXTRACTIVE_PASSAGES]
-            # a follow-up searched with the question before it: its own words count too
-            wordings = {query, self.question}
-            signals = answerability.Signals(
-                relevance=relevance,
-                cosine=max((c.cosine for c in self._ranked if c.cosine is not None), default=None),
-                support=max(answerability.support(q, quote, passage) for q in wordings),
-                bridged=max(answerability.bridged(q, quote, passage, top) for q in wordings),
-                score=self._best_score(query),
-                asked=max(answerability.asked(q, quote, passage) for q in wordings))
+        lib, score = self.library, (self._best_score(query) if self._ranked else 0.0)
+        # a follow-up searched with the question before it: its own words count too
+        signals = answerability.gather((query, self.question), self._ranked, self.passages, relevance, score,
+                                       EXTRACTIVE_PASSAGES)
         verdict = answerability.check(
             query, self.passages, lambda phrase: phrase_in_library(lib.store, phrase, self.doc_ids, self.owners),
             signals)
-        self.checked = {"reason": verdict.reason, "missing": list(verdict.missing), "direct": verdict.direct,
-                        "lacking_names": list(verdict.lacking_names),
-                        "lacking_numbers": list(verdict.lacking_numbers), **signals.as_dict()}
+        self.checked = answerability.measured(verdict, signals)
         return verdict
 
     def _best_score(self, query: str) -> float:
@@ -320,10 +322,10 @@ class AnswerStream:
             extra["closest"] = True
             notice = (f"{NOTICE_CLOSEST} {notice}" if withheld
                       else f"{NOTICE_CLOSEST} {fault}" if fault else NOTICE_CLOSEST)
-        self._finish(text, MODE_EXTRACTIVE, citations=citations, relevance=relevance, notice=notice,
+        self._finish(text, AnswerMode.QUOTES, citations=citations, relevance=relevance, notice=notice,
                      incomplete=incomplete,
                      context_passages=min(EXTRACTIVE_PASSAGES, len(self.passages)),
-                     extra={**extra, **_details(details or (fault.details if fault else None))})
+                     extra={**extra, **details_extra(details or (fault.details if fault else None))})
         yield text
 
     def _stream_llm(self, chat: ChatBackend, qvec: np.ndarray, relevance: float, partial: list[str],
@@ -340,7 +342,7 @@ class AnswerStream:
 
     def _first_token(self) -> None:
         self._mark("first_token", self._t0)
-        self.stage = WRITING
+        self._enter(Step.WRITING)
 
     def _conclude(self, end: Ending, raw: str, text: str | None = None, done_reason: str | None = None) -> None:
         """The answer from the model's text, checked against the passages whatever ended it. One that did not finish
@@ -353,11 +355,11 @@ class AnswerStream:
         common: dict[str, Any] = dict(relevance=relevance, context_passages=len(passages),
                                       invalid_markers=len(resolved.invalid))
         if end.end not in (End.FAILED, End.STOPPED) and not resolved.citations and is_refusal(raw):
-            self._finish(resolved.text, MODE_NOT_FOUND, notice=NOTICE_NOT_IN_SOURCES, extra=extra, **common)
+            self._finish(resolved.text, AnswerMode.NOT_FOUND, notice=NOTICE_NOT_IN_SOURCES, extra=extra, **common)
             return
         memo = MemoEncoder(self.library.embedder)  # the kept part is checked again without a second encode
-        answer = self._finish(resolved.text, MODE_LLM, citations=resolved.citations, incomplete=end.incomplete,
-                              notice=end.notice, extra={**extra, **_details(end.details)}, embedder=memo, **common)
+        answer = self._finish(resolved.text, AnswerMode.MODEL, citations=resolved.citations, incomplete=end.incomplete,
+                              notice=end.notice, extra={**extra, **details_extra(end.details)}, embedder=memo, **common)
         evidence = answer.extra.get("evidence", {})
         if answer.text.strip() and not evidence.get("supported_claims") and (evidence.get("claims") or end.incomplete):
             # Nothing the model wrote is backed by a passage: show the closest quotes instead, and say so.
@@ -374,8 +376,8 @@ class AnswerStream:
             return
         log.info("Kept %d backed claim(s) of an answer that %s; left out %d", kept.backed, end.end, kept.unbacked)
         notice, details = end.pruned(kept)
-        self._finish(kept.text, MODE_LLM, citations=cites.resolve(kept.text, passages).citations, incomplete=True,
-                     notice=notice, extra={**extra, "left_out": kept.left_out, **_details(details)}, embedder=memo,
+        self._finish(kept.text, AnswerMode.MODEL, citations=cites.resolve(kept.text, passages).citations, incomplete=True,
+                     notice=notice, extra={**extra, "left_out": kept.left_out, **details_extra(details)}, embedder=memo,
                      **common)
 
 

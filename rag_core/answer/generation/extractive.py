@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rag_core.answer.grounding.quotes import GENERIC_WORDS, Candidate, passage_candidates, quote_text, rank_quotes
-from rag_core.core.models import Citation, Passage
+from rag_core.core.models import AnswerMode, Citation, CitationStatus, Passage
 from rag_core.core.text import Span, content_terms
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,7 +53,7 @@ def extractive_answer(question: str, question_vec: np.ndarray | None, passages: 
             return "", ()
         text = passages[0].chunk.text.strip()
         return (f"{label}\n\n- “{_shorten(text)}” [1]",
-                (Citation(1, passages[0], "cited", 0, len(passages[0].chunk.text)),))
+                (Citation(1, passages[0], CitationStatus.CITED, 0, len(passages[0].chunk.text)),))
     lines: list[str] = []
     found: dict[int, Citation] = {}
     seen: set[str] = set()
@@ -69,7 +69,7 @@ def extractive_answer(question: str, question_vec: np.ndarray | None, passages: 
             continue  # a quote without the question's content is filler, not an answer
         seen.add(quote.lower())
         lines.append(f"- “{_shorten(quote)}” [{c.n}]")
-        found.setdefault(c.n, Citation(c.n, top[c.n - 1], "cited", c.start, c.end))
+        found.setdefault(c.n, Citation(c.n, top[c.n - 1], CitationStatus.CITED, c.start, c.end))
     return label + "\n\n" + "\n".join(lines), tuple(sorted(found.values(), key=lambda c: c.n))
 
 
@@ -78,12 +78,12 @@ def _carries(quote: str, c: Candidate, wanted: frozenset[str]) -> bool:
     return bool(wanted & content_terms(quote).words) or (c.cosine is not None and c.cosine >= RELATED_COSINE)
 
 
-def tidy_answer_text(text: str, mode: str) -> str:
+def tidy_answer_text(text: str, mode: AnswerMode) -> str:
     """The answer text to keep and check: an extractive answer loses its label line (pages show their own badge).
 
     Applied before verification, so every stored offset (SentenceCheck.start/end, Citation.answer_spans) indexes
     the final text."""
     for label in (EXTRACTIVE_LABEL, CLOSEST_LABEL):
-        if mode == "extractive" and text.startswith(label):
+        if mode == AnswerMode.QUOTES and text.startswith(label):
             return text[len(label):].lstrip()
     return text

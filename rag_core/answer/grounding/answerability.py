@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from rag_core.answer.grounding.quotes import ANSWER_KIND_WORDS, GENERIC_WORDS
+from rag_core.answer.grounding.quotes import ANSWER_KIND_WORDS, GENERIC_WORDS, Candidate, quote_text
 from rag_core.core.models import Passage
 from rag_core.core.text import STOP_WORDS, TOKEN_RE, content_terms, sentences, stem
 
@@ -289,3 +289,25 @@ def _sentences_of(text: str) -> tuple[str, ...]:
 
 __all__ = ["DETAILS_MISSING", "MIN_QUOTE_SCORE", "MIN_SUPPORT", "NOTICE_MISSING", "NOTICE_MISSING_ALL", "Signals",
            "Verdict", "analogue", "asked", "bridged", "check", "key_phrases", "mentions", "missing_phrases", "support"]
+
+
+def gather(wordings: Iterable[str], ranked: Sequence[Candidate], passages: Sequence[Passage], relevance: float,
+           score: float, near: int) -> Signals:
+    """The signals of the best quote for `check` (only the relevance when nothing is quotable); `wordings` are the
+    question as searched and as asked, `near` how many top passages may bridge a quote."""
+    if not ranked:
+        return Signals(relevance=relevance)
+    best, words = ranked[0], set(wordings)
+    passage = passages[best.n - 1]
+    quote = quote_text(passage.chunk.text, best)
+    return Signals(relevance=relevance, cosine=max((c.cosine for c in ranked if c.cosine is not None), default=None),
+                   support=max(support(q, quote, passage) for q in words),
+                   bridged=max(bridged(q, quote, passage, passages[:near]) for q in words),
+                   score=score, asked=max(asked(q, quote, passage) for q in words))
+
+
+def measured(verdict: Verdict, signals: Signals) -> dict[str, object]:
+    """What the check measured and decided, for Answer.extra["answerability"]."""
+    return {"reason": verdict.reason, "missing": list(verdict.missing), "direct": verdict.direct,
+            "lacking_names": list(verdict.lacking_names), "lacking_numbers": list(verdict.lacking_numbers),
+            **signals.as_dict()}

@@ -5,6 +5,7 @@ does not back the sentence) or "matched" (a sentence the model left uncited, att
 A span backs a sentence when enough of the sentence's content words appear in it (lexical coverage, Snowball
 stems) *and* it means the same (cosine of the bundled sentence-embedding model), and every number of the sentence
 is in it. The thresholds are measured in benchmarks/faithfulness.py --calibrate (docs/faithfulness.md).
+The sentences and the claim each makes come from rag_core.answer.grounding.claims (re-exported here).
 """
 from __future__ import annotations
 
@@ -17,22 +18,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rag_core.answer.grounding.citations import find_markers
-from rag_core.core.models import Answer, Citation, Passage, SentenceCheck
-from rag_core.core.text import Terms, content_terms, is_refusal, sentence_spans, trim_span
+from rag_core.answer.grounding.claims import answer_sentences, claim_text, is_claim, split_sentences
+from rag_core.core.models import Answer, AnswerMode, Citation, CitationStatus, Passage, SentenceCheck
+from rag_core.core.text import Terms, content_terms
 
 if TYPE_CHECKING:  # pragma: no cover
     from rag_core.store.embeddings import Embedder
 
 log = logging.getLogger(__name__)
 
-VERIFIED = "verified"  # the model cited [n] and passage n holds the evidence
-UNSUPPORTED = "unsupported"  # the model cited [n] but passage n does not back the sentence(s) it was written after
-MATCHED = "matched"  # the model wrote no (valid) marker; this passage backs the sentence
-NO_CLAIM = "no_claim"  # sentence status only: nothing to check (a heading line, a refusal, a question, filler)
+VERIFIED, UNSUPPORTED, MATCHED = CitationStatus.VERIFIED, CitationStatus.UNSUPPORTED, CitationStatus.MATCHED
+NO_CLAIM = CitationStatus.NO_CLAIM  # sentence status only: nothing to check (a heading line, a refusal, filler)
 # Set after verification by rag_core.answer.injection.detect.mark_answer: the passage backs the sentence (verified or matched) but
 # holds instructions addressed to an AI, so the words came from the document and may be an instruction, not a fact.
-FLAGGED = "flagged"
+FLAGGED = CitationStatus.FLAGGED
 
 # Decision thresholds (benchmarks/faithfulness.py --calibrate measures them on XQuAD; see docs/faithfulness.md).
 COVERAGE_MIN = 0.5  # share of the sentence's content words found in the span ...
@@ -45,65 +44,8 @@ NOVEL_MIN = 0.5  # share of the words the sentence adds to the question (its ans
 SHORT_CLAIM_TERMS = 2  # sentences this short ("Brussels.") are embedded together with the question
 METHODS = ("combined", "lexical", "embedding")
 
-_QUOTE_LINE_RE = re.compile(r"^\s*(?:[-•*]|\d+[.)])\s*[“\"«]")  # an extractive bullet: keep the quote whole
-_BULLET_RE = re.compile(r"^\s*(?:[-•*]|\d+[.)])\s+")
-_QUOTES = " “”\"«»'"
 _ANAPHOR_RE = re.compile(r"^\W*(it|its|he|his|she|her|they|their|them|this|these|those|there|the latter|"
                          r"the former|both|such)\b", re.IGNORECASE)
-
-
-# --------------------------------------------------------------------------- sentences of an answer
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence of `text`: every line is split at sentence ends; a quoted bullet stays whole."""
-    spans: list[tuple[int, int]] = []
-    for line in re.finditer(r"[^\n]+", text):
-        if _QUOTE_LINE_RE.match(line.group()):
-            spans.append(trim_span(text, *line.span()))
-        else:
-            spans.extend(sentence_spans(text, *line.span()))
-    return [(s, e) for s, e in spans if e > s]
-
-
-def answer_sentences(text: str) -> list[tuple[tuple[int, int], tuple[int, ...]]]:
-    """Sentences of an answer with the [n] written for each; markers opening a sentence belong to the one before."""
-    markers = find_markers(text)
-    out: list[list] = []
-    for s, e in split_sentences(text):
-        inside = [mk for mk in markers if s <= mk.start and mk.end <= e]
-        lead = []
-        if out:  # "Brussels is the capital. [1] Paris ..." -> [1] belongs to the first sentence
-            pos = s
-            for mk in inside:
-                if text[pos:mk.start].strip():
-                    break
-                lead.append(mk)
-                pos = mk.end
-        if lead:
-            out[-1][0] = (out[-1][0][0], lead[-1].end)
-            out[-1][1].extend(n for mk in lead for n in mk.numbers)
-            s, e = trim_span(text, lead[-1].end, e)
-            inside = inside[len(lead):]
-            if e <= s:
-                continue
-        out.append([(s, e), [n for mk in inside for n in mk.numbers]])
-    return [(span, tuple(dict.fromkeys(nums))) for span, nums in out]
-
-
-def claim_text(sentence: str) -> str:
-    """The sentence without its citation markers, bullet and surrounding quotes."""
-    pieces, pos = [], 0
-    for mk in find_markers(sentence):
-        pieces.append(sentence[pos:mk.start])
-        pos = mk.end
-    pieces.append(sentence[pos:])
-    text = " ".join("".join(pieces).split())
-    text = _BULLET_RE.sub("", text).strip(_QUOTES)
-    return re.sub(r"\s+([.,;:!?])", r"\1", text).strip()
-
-
-def _is_claim(text: str, terms: frozenset[str]) -> bool:
-    t = text.strip()
-    return bool(terms) and not t.endswith((":", "?")) and not is_refusal(t)
 
 
 # --------------------------------------------------------------------------- scoring
@@ -267,14 +209,10 @@ def find_evidence(claims: Sequence[str], passages: Sequence[str], embedder: Embe
 
 
 # --------------------------------------------------------------------------- the answer
-def _unbacked(check: SentenceCheck) -> bool:
-    return bool(check.cited) and check.status in (UNSUPPORTED, MATCHED)
-
-
 def unbacked_sentences(answer: Answer) -> tuple[SentenceCheck, ...]:
     """The sentences of a verified answer that cite [n] but that none of their cited passages backs (unsupported,
     or backed only by a passage they did not cite): the ones a reader must be warned about."""
-    return tuple(ch for ch in answer.sentences if _unbacked(ch))
+    return answer.unbacked()
 
 
 def _context(answer: Answer) -> list[Passage]:
@@ -289,7 +227,7 @@ def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") 
     context = _context(answer)
     # Citations the model wrote (a "matched" one from an earlier verification is not): verifying twice is harmless.
     cited_passages = {c.n: c.passage for c in answer.citations if c.status != MATCHED}
-    if answer.mode == "not_found" or not answer.text.strip() or not (context or cited_passages):
+    if answer.mode == AnswerMode.NOT_FOUND or not answer.text.strip() or not (context or cited_passages):
         return answer
     # Passage list the sentences are checked against: the numbered context, plus any cited passage outside it.
     numbered: dict[int, Passage] = {i: p for i, p in enumerate(context, 1)}
@@ -303,7 +241,7 @@ def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") 
     claim_of: dict[int, int] = {}
     for k, ((s, e), _) in enumerate(sentences):
         claim = claim_text(answer.text[s:e])
-        if _is_claim(claim, content_terms(claim).words):
+        if is_claim(claim, content_terms(claim).words):
             claim_of[k] = len(claims)
             claims.append(claim)
     question = answer.standalone_question or answer.question
@@ -361,7 +299,7 @@ def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") 
 
     # A claim that cites [n] but none of whose cited passages backs it: [n] is not "verified", even if it backs
     # another sentence (a true sentence and an injected one both citing [1] leave [1] unsupported, evidence kept).
-    doubted = {n for ch in checks if _unbacked(ch) for n in ch.cited}
+    doubted = {n for ch in replace(answer, sentences=tuple(checks)).unbacked() for n in ch.cited}
     citations: dict[int, Citation] = {}
     for c in (c for c in answer.citations if c.n in cited_passages):
         backed = [(span, ev) for span, ev in uses.get(c.n, []) if ev is not None and ev.supported]
@@ -405,7 +343,7 @@ def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") 
         "claims": len(claims),
         "supported_claims": sum(ch.status in (VERIFIED, MATCHED) for ch in checks),
         "verified": statuses.count(VERIFIED), "unsupported": statuses.count(UNSUPPORTED),
-        "matched": statuses.count(MATCHED), "unbacked_cited": sum(map(_unbacked, checks)),
+        "matched": statuses.count(MATCHED), "unbacked_cited": len(replace(answer, sentences=tuple(checks)).unbacked()),
         "question_coverage": round(len(q_words & seen) / len(q_words), 4) if q_words else None,
         "ms": round((time.perf_counter() - t0) * 1000, 1),
     }

@@ -208,7 +208,7 @@ def _flag_passage(p: Passage, flagged: dict[str, bool]) -> Passage:
 
 def flagged_citations(answer: Answer) -> tuple[Citation, ...]:
     """The citations of `answer` whose passage contains instructions addressed to an AI."""
-    return tuple(c for c in answer.citations if c.passage.chunk.instructions)
+    return answer.flagged()
 
 
 def mark_answer(answer: Answer) -> Answer:

@@ -4,9 +4,11 @@ Used by rag_core.sources.wikipedia.client for every API call, so that no answer,
 time, hundreds of megabytes, a compression bomb, JSON nested a million levels deep), costs more than a known
 amount of time and memory.
 
-- `Deadline`: a timer that shuts the request's socket down when the time is up. The socket comes from httpx's
-  documented `trace` request extension (the connect/TLS events return the network stream); the client opens a new
-  connection per request, so there is always one to cut, whether the server drips headers or body.
+- `RequestTimer`: a timer thread that shuts the request's socket down when the time is up, so a read blocked on it
+  returns at once. The socket comes from httpx's documented `trace` request extension (the connect/TLS events
+  return the network stream); the client opens a new connection per request, so there is always one to cut,
+  whether the server drips headers or body. (Not rag_core.core.deadline.Deadline: that is a file's budget that the
+  ingest code checks between steps; this one acts by itself, on a socket, while the code waits in a read.)
 - `read_body`: the body, decompressed here (gzip/deflate only) in steps that never exceed the cap.
 - `as_dict`, `as_list`, `as_id`, `one_line`: a parsed field only if it has the expected type (else empty).
 - `parse_json`: refuses nesting deeper than MAX_JSON_DEPTH and more than MAX_JSON_ITEMS values before parsing,
@@ -43,7 +45,7 @@ _DROP_ALL_BUT_STRUCTURE = bytes(b for b in range(256) if b not in _KEEP)
 _BRACES_AS_BRACKETS = bytes.maketrans(b"{}", b"[]")
 
 
-class Deadline:
+class RequestTimer:
     """Cuts one request off when `seconds` have passed: use as a context manager, pass `trace` to httpx."""
 
     def __init__(self, seconds: float) -> None:
@@ -55,7 +57,7 @@ class Deadline:
         self._timer = threading.Timer(self.seconds, self._expire)
         self._timer.daemon = True
 
-    def __enter__(self) -> Deadline:
+    def __enter__(self) -> RequestTimer:
         self._timer.start()
         return self
 
@@ -94,11 +96,11 @@ def _shut(stream: Any) -> None:
     try:
         socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the plain socket call, also for an SSLSocket
     except OSError as e:  # already closed or detached (the TLS stream replaced it): nothing left to cut
-        log.debug("Socket already closed when the deadline passed: %s", e)
+        log.debug("Socket already closed when the time was up: %s", e)
 
 
-def read_body(resp: httpx.Response, limit_mb: int, deadline: Deadline) -> bytes:
-    """The decompressed body, read in steps: WikipediaResponseTooLarge past `limit_mb`; stops when `deadline` passes
+def read_body(resp: httpx.Response, limit_mb: int, timer: RequestTimer) -> bytes:
+    """The decompressed body, read in steps: WikipediaResponseTooLarge past `limit_mb`; stops once `timer` has passed
     (the caller turns that into its error)."""
     cap = limit_mb * 1024 * 1024
     announced = resp.headers.get("Content-Length", "").strip()
@@ -122,9 +124,9 @@ def read_body(resp: httpx.Response, limit_mb: int, deadline: Deadline) -> bytes:
             size = _inflate(inflate, raw, parts, size, cap, limit_mb)
         if size > cap:
             raise WikipediaResponseTooLarge(limit_mb)
-        if deadline.passed:
+        if timer.passed:
             break
-    if inflate is not None and not inflate.eof and not deadline.passed:
+    if inflate is not None and not inflate.eof and not timer.passed:
         raise WikipediaBadResponse("its compressed body was cut off")
     return b"".join(parts)
 

@@ -37,7 +37,7 @@ from rag_core.core.errors import (
     WikipediaTooSlow,
     WikipediaUnreachable,
 )
-from rag_core.sources.wikipedia.bounded import Deadline, as_dict, as_id, as_list, one_line, parse_json, read_body
+from rag_core.sources.wikipedia.bounded import RequestTimer, as_dict, as_id, as_list, one_line, parse_json, read_body
 from rag_core.sources.wikipedia.documents import Article, article_url, check_lang, checked_article_url, valid_title
 
 log = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ class WikipediaClient:
             headers={"User-Agent": user_agent(settings), "Accept": "application/json", "Accept-Encoding": "gzip"},
             timeout=httpx.Timeout(read, connect=min(read, CONNECT_TIMEOUT_S)),
             follow_redirects=False,  # an HTTP redirect could lead off Wikipedia; the API never needs one
-            # A new connection per request: the deadline can always cut the request's own socket (Deadline.trace).
+            # A new connection per request: the timer can always cut the request's own socket (RequestTimer.trace).
             limits=httpx.Limits(max_keepalive_connections=0),
             transport=transport,
         )
@@ -217,18 +217,18 @@ class WikipediaClient:
         """One attempt, cut off after `seconds` (WikipediaTooSlow): status, headers and, for a 2xx, the body."""
         read = min(self.settings.wikipedia_timeout_s, seconds)
         timeout = httpx.Timeout(read, connect=min(read, CONNECT_TIMEOUT_S))
-        with Deadline(seconds) as deadline:
+        with RequestTimer(seconds) as timer:
             try:
                 with self._http.stream("GET", url, params=params, timeout=timeout,
-                                       extensions={"trace": deadline.trace}) as resp:
+                                       extensions={"trace": timer.trace}) as resp:
                     body = b""
                     if 200 <= resp.status_code < 300:
-                        body = read_body(resp, self.settings.wikipedia_max_response_mb, deadline)
-            except httpx.TransportError as e:  # includes timeouts; the deadline's cut shows up as one of these
-                if deadline.passed:
+                        body = read_body(resp, self.settings.wikipedia_max_response_mb, timer)
+            except httpx.TransportError as e:  # includes timeouts; the timer's cut shows up as one of these
+                if timer.passed:
                     raise WikipediaTooSlow(self.settings.wikipedia_deadline_s) from e
                 raise
-            if deadline.passed:  # cut while the body was being read (it may even look complete)
+            if timer.passed:  # cut while the body was being read (it may even look complete)
                 raise WikipediaTooSlow(self.settings.wikipedia_deadline_s)
         return resp.status_code, resp.headers, body
 

@@ -4,9 +4,10 @@ Two shards: `chunks` (dense + lexical vectors, payload indexes) and `registry` (
 document plus the library metadata; a shard must declare a vector, so it declares an unused sparse one).
 
 Concurrency and ownership:
-- One process per folder: an exclusive `flock` on `<folder>/lock` is taken before either shard is opened, and a
-  second opener gets LibraryBusy. The lock comes first because a second `EdgeShard.load` of an open shard in the
-  same process, although it fails (`Can't init WAL: Kind(WouldBlock)`), breaks the first one's next flush.
+- One process per folder: an exclusive lock on `<folder>/lock` (rag_core.core.files.exclusive_lock) is taken before
+  either shard is opened, and a second opener, in this process or another, gets LibraryBusy. The lock comes first
+  because a second `EdgeShard.load` of an open shard in the same process, although it fails (`Can't init WAL:
+  Kind(WouldBlock)`), breaks the first one's next flush.
 - Threads: writes go through one lock; reads run without it (the engine allows reads during writes).
 - Every update is in the write-ahead log before `update` returns (it survives a killed process); `flush` writes
   the segments. `optimize` builds the HNSW index and holds Python's GIL while it runs (the whole process pauses:
@@ -23,7 +24,6 @@ Reads need no space: a full disk still lists and searches.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -36,6 +36,7 @@ import qdrant_edge as qe
 from langchain_qdrant import SparseVector
 
 from rag_core.core.errors import DiskFull, DocChatError, LibraryBusy, StorageError
+from rag_core.core.files import allocated_bytes, exclusive_lock, free_bytes, reserve_space
 from rag_core.store.backends.base import (
     COMPLETE,
     DENSE,
@@ -128,12 +129,7 @@ class EdgeBackend:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self._write = threading.RLock()
-        self._lock_fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            os.close(self._lock_fd)
-            raise LibraryBusy(str(self.path)) from e
+        self._folder_lock = exclusive_lock(self.path / "lock", self.path)
         self._chunks: qe.EdgeShard | None = None
         try:
             self._registry = self._open(self.path / "registry", qe.EdgeConfig(
@@ -179,21 +175,19 @@ class EdgeBackend:
     # -- disk space ------------------------------------------------------------------
     def free_bytes(self) -> int:
         """Bytes this process may still write on the library's disk."""
-        st = os.statvfs(self.path)
-        return st.f_bavail * st.f_frsize
+        return free_bytes(self.path)
 
     def _keep_reserve(self) -> None:
         """Make the reserve file again when it is missing and the disk has room for it."""
         reserve = self.path / RESERVE_FILE
         try:
-            if reserve.is_file() and reserve.stat().st_blocks * 512 >= RESERVE_BYTES:
+            if reserve.is_file() and allocated_bytes(reserve.stat()) >= RESERVE_BYTES:
                 return
             if self.free_bytes() < RESERVE_BYTES + MIN_FREE_BYTES:
                 return
             fd = os.open(reserve, os.O_WRONLY | os.O_CREAT, 0o644)
             try:
-                os.posix_fallocate(fd, 0, RESERVE_BYTES)
-                os.fsync(fd)
+                reserve_space(fd, RESERVE_BYTES)
             finally:
                 os.close(fd)
         except OSError as e:  # no reserve: only a safety margin is lost
@@ -367,7 +361,7 @@ class EdgeBackend:
         with self._write:
             if self._chunks is None:
                 return False
-            used = sum(f.stat().st_blocks * 512 for f in (self.path / "chunks").rglob("*") if f.is_file())
+            used = sum(allocated_bytes(f.stat()) for f in (self.path / "chunks").rglob("*") if f.is_file())
             if self.free_bytes() < used + MIN_FREE_BYTES:
                 log.warning("Not indexing %s: the disk has less free space than the index needs", self.path)
                 return False
@@ -376,7 +370,7 @@ class EdgeBackend:
     def close(self) -> None:
         """Flush and close both shards, then release the folder lock (a second call does nothing)."""
         with self._write:
-            if self._lock_fd < 0:
+            if not self._folder_lock.held:
                 return
             try:
                 full = not self._can_write()  # then the write-ahead log keeps what flush would write
@@ -392,8 +386,5 @@ class EdgeBackend:
                 self._release()
 
     def _release(self) -> None:
-        if self._lock_fd >= 0:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-            self._lock_fd = -1
+        self._folder_lock.release()
 
