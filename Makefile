@@ -43,8 +43,16 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+## Every test, in two tiers; both always run, and `make test` fails when either fails. The unit, page and integration
+## tests on 2 worker processes (pytest-xdist; a module that builds a module-wide fixture stays on one worker), then the
+## browser tests in one process (one app per mode). Each tier lists its 25 slowest tests.
+PYTEST := $(PY) -m pytest -q --durations=25
+
 test: $(VENV)/.installed-dev browser ocr
-	$(PY) -m pytest -q
+	@status=0; \
+	$(PYTEST) -n 2 --dist loadgroup tests/unit tests/ui tests/integration || status=1; \
+	$(PYTEST) tests/e2e || status=1; \
+	exit $$status
 
 bench: $(VENV)/.installed-dev
 	$(PY) -m benchmarks.ingest

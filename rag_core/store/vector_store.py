@@ -67,8 +67,9 @@ UPSERT_BATCH = 256
 # benchmarks/ask_during_upload.py times a question asked during a 117-page upload.
 EMBED_BATCH = 8
 # ...at most: on a busy machine (other programs on the 2 cores) a batch of 8 took 2.2-3 s, and Stop is only seen
-# between batches, so an upload's steps are sized to take about this long (down to one passage; issue 24).
-EMBED_STEP_S = 0.8
+# between batches, so an upload's steps are sized to take about this long (down to one passage; issue 24). Idle, a
+# batch of 8 takes ~0.45 s, so nothing changes then.
+EMBED_STEP_S = 0.5
 PENDING_GRACE_S = 3600  # server mode: a pending document older than this is a crashed ingest
 OPTIMIZE_AT_OPEN = 20_000  # Edge: build the HNSW index on open when this many points are searched exhaustively
 
@@ -276,7 +277,7 @@ class Store:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
         if progress:
             progress("embedding", 0, len(texts))  # the slow stage starts now: say so before the first batch
-        done, step = 0, 2  # a small first step measures the machine's speed now
+        done, step, slow = 0, 2, 0.0  # a small first step measures the machine's speed now
         while done < len(order):
             idx = order[done:done + step]
             started = time.monotonic()
@@ -284,8 +285,10 @@ class Store:
             done += len(idx)
             if progress:
                 progress("embedding", done, len(texts))
-            each = (time.monotonic() - started) / len(idx)
-            step = max(1, min(EMBED_BATCH, int(EMBED_STEP_S / max(each, 1e-6))))
+            # seconds per passage, forgetting a slow batch only gradually: on a busy machine one batch may run 3x
+            # faster than the next, and sizing the next by it alone overshot EMBED_STEP_S as much
+            slow = max((time.monotonic() - started) / len(idx), 0.8 * slow)
+            step = max(1, min(EMBED_BATCH, int(EMBED_STEP_S / max(slow, 1e-6))))
         return dense, self.lexical.embed_documents(texts)
 
     def set_flags(self, doc_id: str, flags: list[str]) -> None:

@@ -16,6 +16,8 @@ from rag_core.demo.answers import SAMPLE_QUESTIONS
 from rag_core.demo.samples import SAMPLES_DIR, sample_document, sample_files
 from rag_core.service.library import Library
 
+pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
+
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 MODEL = "llama3.2:3b"
 SUPER_BOWL = ("# Super Bowl 50\n\nSuper Bowl 50 was an American football game to determine the champion of the "

@@ -32,6 +32,8 @@ from store_helpers import (
 from rag_core.core.errors import DiskFull, StorageError, StoreUnavailable
 from rag_core.store.backends import COMPLETE, DELETING, PENDING
 
+pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
+
 ROOT = Path(__file__).resolve().parents[2]
 OTHER, TARGET = "doc-other", "doc-target"
 SEED = int(os.environ.get("DOCCHAT_CRASH_SEED", "13"))

@@ -13,9 +13,12 @@ from rag_core.core.config import Settings, load_settings
 from rag_core.core.errors import LimitReached, SettingsError
 from rag_core.demo.hub import DemoHub, new_session_id
 from rag_core.demo.quotas import MB, UNKNOWN_CLIENT, client_address
+from rag_core.demo.workspace import DemoWorkspace
 from rag_core.service.jobs import IngestQueue
-from rag_core.service.workspace import DemoWorkspace, LocalWorkspace
+from rag_core.service.workspace import LocalWorkspace
 from tests.integration.test_wikipedia import PY_EXTRACT, PY_ID, PY_REV_ADDED, PY_TITLE, info_body, python_body
+
+pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
 
 HOME, OFFICE, CAFE, LIBRARY = "203.0.113.7", "198.51.100.2", "192.0.2.44", "2001:db8:1:2::/64"
 

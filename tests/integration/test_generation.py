@@ -25,6 +25,8 @@ from rag_core.core.config import Settings
 from rag_core.core.errors import LLMTimeout, StreamInterrupted
 from rag_core.service.library import Library
 
+pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
+
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 FILES = ["docx_headings_toc.docx", "pdf_text_multicolumn_3-pages.pdf", "pdf_text_outline-bookmarks_4-pages.pdf"]
 MODEL = "llama3.2:3b"

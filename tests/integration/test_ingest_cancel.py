@@ -119,7 +119,7 @@ def test_a_500_page_scan_that_cannot_finish_in_time_is_refused_before_its_ocr(li
 def test_a_demo_visitor_stops_only_their_own_file_and_its_room_is_given_back(library):
     from rag_core.core.errors import LimitReached
     from rag_core.demo.hub import DemoHub, new_session_id
-    from rag_core.service.workspace import DemoWorkspace
+    from rag_core.demo.workspace import DemoWorkspace
     from tests.integration.test_demo_quotas import demo
 
     hub = DemoHub(library, demo(library.settings.data_dir, demo_max_files_per_session=1))

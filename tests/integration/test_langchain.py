@@ -14,6 +14,8 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from rag_core.adapters.langchain import DocChatRetriever, DocChatVectorStore
 from rag_core.store.vector_store import chunk_to_document, document_payload, document_to_chunk
 
+pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "langchain.md"
 BEES = ("# Honey bees\n\n## Hive life\n\nHoney bees live in colonies ruled by a single queen. Worker bees collect "
         "nectar and pollen from flowers and turn the nectar into honey inside the hive.\n")

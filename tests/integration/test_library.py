@@ -16,6 +16,8 @@ from rag_core.core.errors import DocumentNotFound, EmbeddingModelMismatch, Libra
 from rag_core.ingest.loaders import load_bytes
 from rag_core.service.library import Library
 
+pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "tests" / "fixtures" / "documents"
 

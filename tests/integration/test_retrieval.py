@@ -14,6 +14,8 @@ from rag_core.answer import retrieval
 from rag_core.answer.retrieval import METHODS, dedupe, merge_chunks, retrieve, retrieve_scored, zscore_fuse
 from rag_core.core.models import Chunk, Document, Passage, Section, SourceMeta
 
+pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
+
 TOPICS = {
     "bees": ("Honey bees", "Honey bees live in colonies ruled by a single queen. Worker bees collect nectar and pollen "
              "from flowers and turn the nectar into honey inside the hive. Drones exist only to mate with the queen."),

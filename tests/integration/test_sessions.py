@@ -17,6 +17,8 @@ from rag_core.demo.samples import SAMPLES_DIR
 from rag_core.service.jobs import IngestQueue
 from rag_core.service.library import Library
 
+pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
+
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 MODEL = "llama3.2:3b"
 HERON = b"Project Heron status report. The secret launch code of project Heron is 4471. The team meets on Mondays."

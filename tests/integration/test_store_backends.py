@@ -24,6 +24,8 @@ from rag_core.ingest.chunking import chunk_document
 from rag_core.store.backends import COMPLETE, PENDING, RawPoint, Scope, Search, has_local_mode_library
 from rag_core.store.vector_store import chunk_to_document, document_payload
 
+pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
+
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = {
     "bees": "Honey bees live in colonies ruled by a single queen. Worker bees collect nectar and pollen from flowers "

@@ -35,6 +35,8 @@ from rag_core.service.library import Library
 from rag_core.sources import wikipedia as W
 from rag_core.sources.wikipedia.client import _retry_after
 
+pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
+
 ROOT = Path(__file__).resolve().parents[2]
 PY_TITLE = "Python (programming language)"
 PY_ID = 23862
@@ -496,6 +498,8 @@ def test_refresh_of_an_empty_library_sends_nothing(server, wsettings, wlib):
 
 # -- CLI ---------------------------------------------------------------------------------
 def test_cli_wiki_search_as_a_user_runs_it(server, tmp_path):
+    """The one real `python -m rag_core` process of the suite (the entry point's smoke test); the other command-line
+    tests run main() in the test process (the `cli` fixture)."""
     env = {**os.environ, "DOCCHAT_WIKIPEDIA_API": server.url_template, "DOCCHAT_DATA_DIR": str(tmp_path / "d")}
     run = subprocess.run([sys.executable, "-m", "rag_core", "wiki-search", "Python", "programming"], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=120)

@@ -12,10 +12,13 @@ import pytest
 from rag_core.core.config import Settings
 from rag_core.core.errors import LimitReached, SampleReadOnly
 from rag_core.demo.hub import SHARED_OWNER, DemoHub
+from rag_core.demo.workspace import DemoWorkspace
 from rag_core.ingest.originals import originals_dir
 from rag_core.service.library import Library
 from rag_core.service.runtime import Runtime, session_settings
-from rag_core.service.workspace import DemoWorkspace, LocalWorkspace
+from rag_core.service.workspace import LocalWorkspace
+
+pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 PDF = DOCS / "pdf_text_4-pages_pdflatex.pdf"

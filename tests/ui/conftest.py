@@ -5,7 +5,25 @@ from types import SimpleNamespace
 
 import pytest
 from ollama_server import OllamaServer
+from shared_model import remembering_embedder
 from ui_helpers import MODEL
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_model():
+    """The app's embedding model is this test process's shared one, remembering vectors (tests/shared_model.py): the
+    page tests add the same fixture files again and again, and time uploads with gates, not with the model."""
+    from rag_core.store.embeddings import Embedder
+    from ui import state
+
+    def load(name: str) -> Embedder:
+        model = remembering_embedder()
+        return model if name == model.name else Embedder(name, background=True)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(state, "load_embedder", load)
+    yield
+    patch.undo()
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,8 @@ from packaging.requirements import Requirement
 
 from deploy.image import context_files, copies, excluded, ignore_rules, instructions, summary
 
+pytestmark = pytest.mark.remembered_vectors  # the demo samples, embedded by other tests of this process too
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 SPACE = ROOT / "deploy" / "huggingface"
