@@ -2,8 +2,10 @@
 the command line run in this process."""
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,14 +100,34 @@ def cli(capsys, monkeypatch):
     return run
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """With `-n 2 --dist loadgroup` (make test): the tests of a module that builds a module-scoped fixture of its own
-    (a filled library, a model server, a fork server) run on one worker, so it is built once instead of once per
-    worker; every other test goes to whichever worker is free."""
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs.values() if info is not None else ()
-        if any(d.scope == "module" and d.baseid == module for chain in defs for d in chain):
-            item.add_marker(pytest.mark.xdist_group(module))
+# A module-scoped fixture of the module's own, or the module's `embedder` remembering vectors (shared_model.py).
+_ONE_WORKER = re.compile(r"@pytest\.fixture\([^)]*scope=\"module\"|pytest\.mark\.remembered_vectors")
+
+
+@functools.cache
+def _runs_on_one_worker(path: Path) -> bool:
+    """Whether the tests of the module at `path` should all run in one worker process."""
+    try:
+        return bool(_ONE_WORKER.search(path.read_text(encoding="utf-8")))
+    except OSError:
+        return False
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`-n 2 --dist loadgroup` (make test): the tests of a module that builds a module-scoped fixture of its own (a
+    filled library, a model server, a fork server) go to one worker together, so it is built once instead of once
+    per worker; so do those of a module marked `remembered_vectors`, so its tests share the vectors (the same files
+    on both backends). Every other test goes to whichever worker is free. The groups come from the modules
+    themselves, not from `xdist_group` marks (pytest-xdist 3.8 keeps a group in a node id attribute that pytest 9
+    no longer reads)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::")[0]
+            return module if _runs_on_one_worker(config.rootpath / module) else nodeid
+
+    return ModuleFixtureScheduling(config, log)

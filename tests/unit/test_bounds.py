@@ -169,13 +169,14 @@ def test_a_run_without_sentence_end_makes_full_chunks_and_is_estimated_up_front(
 
 
 class _Clock:
-    """time.monotonic that remembers when it was read: the deadline's checks."""
+    """A clock that remembers when it was read (the deadline's checks): the CPU time of the thread doing the work,
+    so a gap measures that work, not how busy the machine is with other processes."""
 
     def __init__(self) -> None:
         self.reads: list[float] = []
 
     def __call__(self) -> float:
-        self.reads.append(time.perf_counter())
+        self.reads.append(time.thread_time())
         return self.reads[-1]
 
     def longest_gap(self) -> float:
