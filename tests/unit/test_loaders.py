@@ -127,12 +127,18 @@ def test_pdf_four_pages_page_starts_match_pymupdf_pages() -> None:
             assert doc.page_at(start - 3) == i
 
 
+def _cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def test_pdf_117_pages_loads_quickly_with_correct_page_starts() -> None:
     data = (DOCS / "pdf_text_long_117-pages_german.pdf").read_bytes()
-    t0 = time.perf_counter()
+    # CPU time of this process and the reader it waits for, not the clock: a busy machine must not fail it
+    t0 = _cpu_seconds()
     doc = load_bytes(data, "geotopo.pdf", SETTINGS)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 5.0, f"took {elapsed:.2f}s"
+    elapsed = _cpu_seconds() - t0
+    assert elapsed < 5.0, f"took {elapsed:.2f} s of CPU"
     assert doc.page_count == 117
     assert len(doc.page_starts) == 117
     assert doc.source.title == "Geometrie und Topologie"  # from the PDF metadata
