@@ -83,11 +83,11 @@ def wait_idle(page, timeout: float = 30_000) -> None:
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
 
 
-def open_page(page, app_url: str, path: str = "") -> None:
+def open_page(page, app_url: str, path: str = "", idle_timeout: float = 30_000) -> None:
     """Navigate, wait for the first element of the page, then for the script to finish."""
     page.goto(f"{app_url}/{path}")
     page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
-    wait_idle(page)
+    wait_idle(page, idle_timeout)
 
 
 def drop_files(page, files: list[tuple[str, bytes, str]]) -> None:

@@ -67,7 +67,8 @@ def _ask(page, question: str):
 def test_two_visitors_do_not_see_each_others_upload(demo_url, visitor):
     alice, bob = visitor(), visitor()
 
-    open_page(alice, demo_url, "library")  # the first visit also loads the shared samples
+    # the first visit also embeds the shared samples: on a busy machine that alone can take over 30 s
+    open_page(alice, demo_url, "library", idle_timeout=180_000)
     main = _main(alice)
     for title in SAMPLES:
         expect(main.get_by_text(title, exact=True)).to_be_visible()
