@@ -8,6 +8,7 @@ import uuid
 import streamlit as st
 
 from rag_core.core.errors import ConversationUnreadable, DocChatError, LimitReached
+from rag_core.core.formats import accepted_kinds
 from rag_core.core.models import Step
 from rag_core.service import render
 from rag_core.service.workspace import Conversation, LiveAnswer, Workspace
@@ -26,6 +27,7 @@ from ui.sources import (
     show_sources,
     show_unchecked,
 )
+from ui.summarize import scope_buttons as summarize_buttons
 
 HISTORY_TURNS = 12  # most recent messages handed to rag_core (it trims further to its token budget)
 SCOPE_ALL, SCOPE_PICK = "all", "pick"
@@ -113,7 +115,7 @@ def _welcome() -> None:
                 "with the exact passages shown beside each reply.")
     with st.container(border=True):
         st.markdown("**Your library is empty.** To get started:")
-        st.markdown("1. Open the **Library** page and drop in PDF, Word, text or Markdown files "
+        st.markdown(f"1. Open the **Library** page and drop in {accepted_kinds()} files "
                     "(or import an article from Wikipedia).\n"
                     "2. Come back here and ask a question.")
         st.page_link("pages/library.py", label="Go to the Library", icon=":material/library_books:")
@@ -128,10 +130,12 @@ def _scope(docs) -> tuple[list[str] | None, bool]:
                         index=0 if prefs["scope_default"] == SCOPE_ALL else 1, label_visibility="collapsed",
                         format_func={SCOPE_ALL: "All documents", SCOPE_PICK: "Only the documents I pick"}.get)
         if mode == SCOPE_ALL:
+            summarize_buttons(docs if len(docs) == 1 else [])  # the only document: it can be summarized at once
             return None, True
         chosen = st.multiselect("Documents", list(titles), key="scope_docs", persist_state="session",
                                 format_func=lambda d: titles.get(d, "(deleted)"), placeholder="Pick documents")
         chosen = [d for d in chosen if d in titles]
+        summarize_buttons([d for d in docs if d.doc_id in chosen])  # each scoped document: "Summarize “title”"
         return chosen, bool(chosen)
 
 

@@ -6,6 +6,7 @@ from collections import Counter
 import streamlit as st
 
 from rag_core.core.errors import DocumentNotFound, LimitReached, SampleReadOnly
+from rag_core.core.formats import ACCEPTED_EXTENSIONS, accepted_kinds, format_for_name
 from rag_core.core.models import DocumentInfo, IngestStatus
 from rag_core.service import render
 from rag_core.service.workspace import JobView
@@ -13,9 +14,10 @@ from ui import state
 from ui.navigation import require_app_entry
 from ui.safe import guarded, show_message
 from ui.sources import show_details
+from ui.summarize import library_button as summarize_button
 from ui.wikipedia import wiki_job_result, wikipedia_box
 
-FILE_TYPES = ["pdf", "docx", "txt", "md", "markdown"]
+FILE_TYPES = [ext.lstrip(".") for ext in ACCEPTED_EXTENSIONS]  # every kind DocChat reads (rag_core.core.formats)
 WAITING_TEXT = "Waiting for its turn…"
 WAITING_ICON = ":material/hourglass_top:"
 STOPPING_TEXT = "Stopping… nothing of it will be kept."
@@ -77,7 +79,8 @@ def _job_box(job: JobView) -> None:
         wiki_job_result(job, ws)
         return
     if r.status == IngestStatus.ADDED:
-        pages = f"{render.plural(r.pages, 'page')}, " if r.pages else ""
+        fmt = format_for_name(job.label)  # "12 slides" for a presentation
+        pages = f"{render.pages_label(fmt.kind if fmt else '', r.pages)}, " if r.pages else ""
         with st.status(f"Added **{name}** — {pages}{render.plural(r.chunks, 'passage')}", state="complete"):
             st.write("You can now ask questions about it on the Chat page.")
     elif r.status == IngestStatus.UNCHANGED:
@@ -134,7 +137,7 @@ files = st.file_uploader(
     accept_multiple_files=True,
     key=f"uploader_{st.session_state.get('uploader_gen', 0)}",
     max_upload_size=max_mb,
-    help=f"PDF, Word (.docx), text or Markdown files, up to {max_mb} MB each.",
+    help=f"{accepted_kinds(extensions=True)} files, up to {max_mb} MB each.",
 )
 if files:
     _submit(files)
@@ -188,7 +191,7 @@ def _doc_row(doc: DocumentInfo, repeated: set[str]) -> None:
     # Two documents with the same title (two versions of one report): the file name and the time added tell them apart.
     file_name = doc.file_name if " ".join(_title(doc).split()).casefold() in repeated else ""
     with st.container(border=True):
-        main, action = st.columns([9, 1], vertical_alignment="center")
+        main, summarize, action = st.columns([7, 2, 1], vertical_alignment="center")
         with main:
             title = f"**{render.escape_markdown(_title(doc))}**"
             url = render.safe_wikipedia_url(doc.url) if doc.kind == "wikipedia" else None
@@ -200,7 +203,7 @@ def _doc_row(doc: DocumentInfo, repeated: set[str]) -> None:
             bits = [file_name] if file_name else []
             bits.append(render.kind_label(doc.kind))
             if doc.pages:
-                bits.append(render.plural(doc.pages, "page"))
+                bits.append(render.pages_label(doc.kind, doc.pages))
             bits.append(render.plural(doc.chunks, "passage"))
             added = render.date_label(doc.added_at)
             if added:
@@ -210,6 +213,8 @@ def _doc_row(doc: DocumentInfo, repeated: set[str]) -> None:
             if "removed upstream" in doc.flags:
                 bits.append("no longer on Wikipedia")
             st.caption(render.escape_markdown(" · ".join(bits)))
+        with summarize:
+            summarize_button(doc)  # a new conversation in the chat, scoped to this document, asking for its summary
         if ws.is_read_only(doc):  # shared by every visitor: nobody can remove it, so no Delete button
             return
         with action:
@@ -232,7 +237,7 @@ if "deleted_title" in st.session_state:
 
 st.subheader(f"In your library ({len(docs)})" if docs else "In your library")
 if not docs:
-    st.info("Your library is empty. Drop PDF, Word, text or Markdown files in the box above to get started.",
+    st.info(f"Your library is empty. Drop {accepted_kinds()} files in the box above to get started.",
             icon=":material/upload_file:")
 else:
     wanted = (st.text_input("Search titles", placeholder="Search by title", key="title_filter", type="search",

@@ -147,7 +147,7 @@ def show_citation(c: Citation, key: str, ws: Workspace) -> None:
             st.caption(":material/document_scanner: " + SCANNED_NOTE)
         if chunk.source.kind == "wikipedia":
             _wikipedia_lines(chunk)
-        elif chunk.source.kind == "pdf" and chunk.page_start:
+        elif render.shows_pages(chunk.source.kind) and chunk.page_start:  # a PDF, or an image kept as one
             exp = st.expander("Show on the page", icon=":material/description:", key=key, on_change="rerun")
             with exp:
                 if exp.open:
@@ -163,7 +163,8 @@ def _show_page(c: Citation, ws: Workspace) -> None:
                        "drawn).")
         else:
             page, png = got
-            st.image(png, caption=f"Page {page} — the passage is highlighted", width="stretch")
+            where = render.page_name(c.passage.chunk.source.kind, page)  # "page 3", "slide 3"
+            st.image(png, caption=f"{where[:1].upper()}{where[1:]} — the passage is highlighted", width="stretch")
 
 
 def show_other_passages(passages: Iterable[Passage]) -> None:

@@ -60,7 +60,10 @@ class Settings(BaseSettings):
     max_upload_mb: Megabytes = Field(200, validation_alias="DOCCHAT_MAX_UPLOAD_MB")
     """Per-file size limit in MB (keep server.maxUploadSize in .streamlit/config.toml equal); 0 refuses all."""
     max_docx_uncompressed_mb: Megabytes = Field(300, validation_alias="DOCCHAT_MAX_DOCX_UNPACKED_MB")
-    """Largest unpacked size of a .docx in MB (zip-bomb guard)."""
+    """Largest unpacked size of a .docx (or .pptx, .xlsx, .epub, .odt…) in MB (zip-bomb guard)."""
+    max_sheet_rows: Annotated[int, Interval(ge=100, le=500_000)] = Field(
+        20_000, validation_alias="DOCCHAT_MAX_SHEET_ROWS")
+    """Rows read from one spreadsheet or CSV file (all its sheets together); the text says where the rest was left out."""
     ingest_timeout_s: Annotated[float, Interval(ge=1, le=86_400)] = Field(
         300.0, validation_alias="DOCCHAT_INGEST_TIMEOUT_S")
     """Seconds one file may take to index (read, split, embed, save); then it is stopped and the library left as it was."""
@@ -97,6 +100,8 @@ class Settings(BaseSettings):
     """Ceiling for Ollama's num_ctx; sources that don't fit are dropped whole."""
     answer_tokens: Annotated[int, Interval(ge=32, le=8192)] = Field(1024, validation_alias="DOCCHAT_ANSWER_TOKENS")
     """Room kept in num_ctx for the reply (also its num_predict cap); below DOCCHAT_NUM_CTX_MAX."""
+    summary_max_calls: Annotated[int, Interval(ge=1, le=64)] = Field(12, validation_alias="DOCCHAT_SUMMARY_MAX_CALLS")
+    """Model calls a summary may make to read a document, one per group of sections (plus one to combine them); a longer document is read in this many groups, its passages sampled evenly."""
     mode: Literal["local", "demo"] = Field("local", validation_alias="DOCCHAT_MODE")
     """Set to "demo" for the hosted-demo behaviour."""
     # -- Wikipedia ---------------------------------------------------------------

@@ -14,6 +14,7 @@ from rag_core.core.ingest_errors import (
     EmptyFile,
     EncryptedFile,
     FileTooLarge,
+    ImageTooLarge,
     IngestCancelled,
     IngestError,
     IngestTimedOut,
@@ -34,7 +35,7 @@ __all__ = [  # every error, wherever it is defined
     "OllamaRefused", "OllamaFailed", "ModelPullFailed", "WikipediaBadLanguage", "WikipediaBadTitle",
     "WikipediaPageMissing", "WikipediaUnreachable", "WikipediaTimeout", "WikipediaRateLimited",
     "WikipediaServerError", "WikipediaRequestRejected", "WikipediaBadResponse", "WikipediaTooSlow",
-    "WikipediaResponseTooLarge", "WikipediaAPIError", "SampleReadOnly", "DemoTrouble",
+    "WikipediaResponseTooLarge", "WikipediaAPIError", "SampleReadOnly", "DemoTrouble", "ImageTooLarge",
 ]
 
 

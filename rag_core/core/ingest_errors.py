@@ -6,6 +6,7 @@ Open it in your PDF viewer, save a copy without a password, and upload that copy
 from __future__ import annotations
 
 from rag_core.core.error_base import DocChatError, duration
+from rag_core.core.formats import accepted_kinds
 
 
 class IngestError(DocChatError):
@@ -20,7 +21,7 @@ class UnsupportedFileType(IngestError):
         super().__init__(
             file_name,
             f"this is not a file type DocChat can read{(' (' + detail + ')') if detail else ''}.",
-            "Upload a PDF, Word (.docx), text (.txt) or Markdown (.md) file.",
+            f"Upload a {accepted_kinds()} file.",
         )
 
 
@@ -44,7 +45,7 @@ class NotARegularFile(IngestError):
         super().__init__(
             file_name,
             f"this is {what}, not a document file, so it was not read.",
-            "Name an ordinary PDF, Word (.docx), text (.txt) or Markdown (.md) file instead.",
+            f"Name an ordinary {accepted_kinds()} file instead.",
         )
 
 
@@ -94,11 +95,11 @@ class IngestCancelled(IngestError):
 
 
 class EncryptedFile(IngestError):
-    def __init__(self, file_name: str) -> None:
+    def __init__(self, file_name: str, app: str = "your PDF viewer") -> None:
         super().__init__(
             file_name,
             "the file is password-protected.",
-            "Open it in your PDF viewer, save a copy without a password, and upload that copy.",
+            f"Open it in {app}, save a copy without a password, and upload that copy.",
         )
 
 
@@ -149,3 +150,16 @@ class NoTextLayer(IngestError):
 class NoText(IngestError):
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name, "no readable text was found in the file.", "Check the file opens and contains text.")
+
+
+class ImageTooLarge(IngestError):
+    """A picture with more pixels than DocChat decodes (a decompression bomb, or a huge scan); loaders.image."""
+
+    def __init__(self, file_name: str, size: tuple[int, int] | None, limit_pixels: int) -> None:
+        what = f"it is {size[0]:,} × {size[1]:,} pixels" if size else "it has too many pixels"
+        super().__init__(
+            file_name,
+            f"the image is too large to read ({what}, more than the {limit_pixels / 1e6:.0f} million DocChat reads"
+            " on one page).",
+            "Scale it down (300 dpi is enough for text) or save it as JPEG or PDF, and upload that.",
+        )

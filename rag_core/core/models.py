@@ -20,6 +20,26 @@ class IngestStatus(StrEnum):
     STOPPED = "stopped"  # by hand (the Stop button); nothing of it was kept
 
 
+class DocKind(StrEnum):
+    """What a document is (SourceMeta.kind): each value is the string stored with its passages, so saved libraries
+    read the same. The kinds of file DocChat reads, with their names and extensions, are in rag_core.core.formats."""
+
+    PDF = "pdf"
+    DOCX = "docx"
+    PPTX = "pptx"
+    XLSX = "xlsx"
+    CSV = "csv"  # .csv and .tsv
+    HTML = "html"
+    EPUB = "epub"
+    ODT = "odt"
+    ODP = "odp"
+    ODS = "ods"
+    RTF = "rtf"
+    IMAGE = "image"  # a photo or scan of pages (PNG, JPEG, TIFF, WebP), read by OCR
+    TXT = "txt"
+    MD = "md"
+    WIKIPEDIA = "wikipedia"  # an article imported from Wikipedia, not a file
+
 
 class AnswerMode(StrEnum):
     """What happened: the model wrote the answer, it quotes the documents, or the documents do not answer it."""
@@ -71,7 +91,7 @@ class SourceMeta:
 
     file_name: str
     title: str
-    kind: str  # "pdf" | "docx" | "txt" | "md" | "wikipedia"
+    kind: str  # a DocKind value ("pdf", "pptx", "wikipedia", ...); a plain string as saved with the passages
     sha256: str  # of the original bytes (files) or of the extracted text (Wikipedia)
     added_at: str = ""  # ISO-8601 UTC, stamped by the library when stored
     url: str | None = None
@@ -244,8 +264,10 @@ class Answer:
 
 @dataclass(frozen=True)
 class StageEvent:
-    """One step of an answer run, as it happens: what, when (monotonic seconds) and, from READ on, the passages."""
+    """One step of an answer run, as it happens: what, when (monotonic seconds), from READ on the passages, and what
+    a long run says about this step ("Reading section 3 of 11…"; empty: the step says it)."""
 
     step: Step
     at: float
     passages: tuple[Passage, ...] = ()
+    note: str = ""

@@ -1,4 +1,4 @@
-"""The hosted demo's shared sample library: the bundled files under samples/ (PDF, DOCX, text, and recorded
+"""The hosted demo's shared sample library: the bundled files under samples/ (any kind DocChat reads, and recorded
 Wikipedia extracts as JSON), read from local files only."""
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from pathlib import Path
 
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError
+from rag_core.core.formats import ACCEPTED_EXTENSIONS
 from rag_core.core.models import Document, SourceMeta
 from rag_core.ingest.loaders import load_bytes
 from rag_core.sources.wikipedia import LICENSE, article_url, split_sections
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "samples"
-SAMPLE_SUFFIXES = (".pdf", ".docx", ".txt", ".md", ".json")
+SAMPLE_SUFFIXES = (*ACCEPTED_EXTENSIONS, ".json")
 
 
 def sample_files(folder: Path) -> list[Path]:

@@ -1,6 +1,8 @@
 """Private copies of uploaded PDFs (to show a cited page), stored as <data_dir>/originals/<doc_id>.pdf.
 
-The user's file name is never part of a path: only a validated document id is.
+An image of pages is kept as the PDF it was read as (rag_core.ingest.loaders.image.image_to_pdf: a page per picture),
+so its pages are drawn, and its recognised words found again, like a scanned PDF's. The user's file name is never part
+of a path: only a validated document id is.
 """
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ import re
 from pathlib import Path
 
 from rag_core.core.config import Settings
+from rag_core.core.errors import IngestError
 from rag_core.core.files import write_atomic
 from rag_core.core.safe_files import read_bytes
 
 log = logging.getLogger(__name__)
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
-KINDS_KEPT = ("pdf",)  # only PDFs are rendered as page images
+KINDS_KEPT = ("pdf", "image")  # the kinds whose pages are drawn: PDFs, and images kept as the PDF they were read as
 
 
 def originals_dir(settings: Settings) -> Path:
@@ -32,13 +35,21 @@ def original_path(settings: Settings, doc_id: str) -> Path:
 
 
 def save_original(settings: Settings, doc_id: str, data: bytes, kind: str) -> Path | None:
-    """Keep a private copy of an uploaded PDF (atomic, durable write; owner-only permissions); other kinds are
-    skipped."""
+    """Keep a private copy of an uploaded PDF, or of an image as the PDF it was read as (atomic, durable write;
+    owner-only permissions); other kinds are skipped, and so is an image that cannot be converted (logged)."""
     if kind not in KINDS_KEPT:
         return None
     path = original_path(settings, doc_id)
     if path.exists():
         return path
+    if kind == "image":
+        from rag_core.ingest.loaders.image import image_to_pdf  # Pillow and PyMuPDF only when an image is kept
+
+        try:
+            data = image_to_pdf(data, doc_id)
+        except IngestError as e:  # it was read a moment ago: only the page image is lost
+            log.warning("Not keeping the pages of image document %s: %s", doc_id, e)
+            return None
     path.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(path.parent, 0o700)
     write_atomic(path, data, mode=0o600)

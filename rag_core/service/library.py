@@ -18,6 +18,7 @@ from rag_core.answer.retrieval import retrieve
 from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
 from rag_core.core.errors import DocChatError, FileTooLarge, NotARegularFile, NoText
+from rag_core.core.formats import ACCEPTED_EXTENSIONS
 from rag_core.core.models import Chunk, Document, DocumentInfo, IngestStatus, Passage, Progress
 from rag_core.ingest.chunking import chunk_document, estimate
 from rag_core.ingest.loaders import check_size, load_bytes, read_file
@@ -238,8 +239,7 @@ def expand_paths(paths: Iterable[str]) -> list[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in
-                              {".pdf", ".docx", ".txt", ".md", ".markdown"}))
+            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in ACCEPTED_EXTENSIONS))
         else:
             out.append(p)
     return out

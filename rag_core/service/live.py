@@ -30,9 +30,12 @@ class Stage:
     name: Step
     seconds: float  # how long it has been in this stage
     passages: int = 0
+    note: str = ""  # what a long run says about this stage ("Reading section 3 of 11…")
 
     def line(self) -> str:
         """One short sentence for the person waiting."""
+        if self.note and self.name not in (Step.DONE, Step.STOPPED, Step.FAILED):
+            return self.note  # it says how long is left
         if self.name == Step.SEARCHING:
             return "Searching your documents…" + (f" {int(self.seconds)} s" if self.seconds >= SHOW_SECONDS_AFTER else "")
         if self.name in (Step.READ, Step.WAITING):
@@ -170,11 +173,11 @@ class LiveAnswer:
         events = self.events()
         if events:
             last = events[-1]
-            name, since = last.step, last.at
+            name, since, note = last.step, last.at, last.note
             if self._finished.is_set() and name not in (Step.DONE, Step.STOPPED, Step.FAILED):
                 name = Step.STOPPED if self.stopped else Step.DONE
             passages = len(self.passages)
         else:  # a stream that does not report its steps: what the text says
             name = Step.DONE if self._finished.is_set() else Step.WRITING if self.text else Step.SEARCHING
-            since, passages = self._started, 0
-        return Stage(name, self.clock() - since, passages)
+            since, passages, note = self._started, 0, ""
+        return Stage(name, self.clock() - since, passages, note)

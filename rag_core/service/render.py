@@ -10,9 +10,14 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
-from rag_core.core.models import Chunk
+from rag_core.core.formats import FORMATS
+from rag_core.core.formats import location_label as location_label  # "slide 3 — Budget", "sheet Budget"
+from rag_core.core.formats import page_name as page_name  # "page 3", "slide 3"
+from rag_core.core.formats import pages_label as pages_label  # "3 pages", "12 slides"
+from rag_core.core.models import Chunk, DocKind
 from rag_core.core.text import plural as plural  # for the pages: "1 page", "3 passages"
 from rag_core.core.text import sentences
+from rag_core.ingest.originals import KINDS_KEPT
 
 if TYPE_CHECKING:  # PyMuPDF and Tesseract only when a page is drawn
     from rag_core.core.config import Settings
@@ -150,19 +155,6 @@ def highlight_markdown(text: str, start: int | None, end: int | None, context: i
     if after:
         parts.append(" " + escape_markdown(after))
     return "".join(parts)
-
-
-def location_label(chunk: Chunk) -> str:
-    """Where in its document a chunk sits, for people: "page 3", "pages 3–4", "section Foo › Bar" or ""."""
-    bits = []
-    if chunk.page_start:
-        if chunk.page_end and chunk.page_end != chunk.page_start:
-            bits.append(f"pages {chunk.page_start}–{chunk.page_end}")
-        else:
-            bits.append(f"page {chunk.page_start}")
-    if chunk.heading_path:
-        bits.append("section " + chunk.section)
-    return ", ".join(bits)
 
 
 def safe_wikipedia_url(url: str | None, anchor: str | None = None) -> str | None:
@@ -352,7 +344,7 @@ def pdf_page_for(pdf: bytes, text: str, page_start: int | None, page_end: int | 
 
 # -- our own messages and labels -------------------------------------------------
 _CODE_SPAN = re.compile(r"(`[^`\n]+`)")
-KIND_LABELS = {"pdf": "PDF", "docx": "Word", "txt": "Text", "md": "Markdown", "wikipedia": "Wikipedia"}
+KIND_LABELS = {f.kind.value: f.name for f in FORMATS} | {DocKind.WIKIPEDIA.value: "Wikipedia"}
 
 
 def message_markdown(text: str) -> str:
@@ -362,8 +354,14 @@ def message_markdown(text: str) -> str:
 
 
 def kind_label(kind: str) -> str:
-    """A document kind for people ("pdf" -> "PDF")."""
+    """A document kind for people ("pdf" -> "PDF", "pptx" -> "PowerPoint")."""
     return KIND_LABELS.get(kind, kind.upper() if kind else "Document")
+
+
+def shows_pages(kind: str) -> bool:
+    """Whether a cited page of a document of `kind` can be drawn ("Show on the page"): the kinds whose original is
+    kept as a PDF (rag_core.ingest.originals)."""
+    return kind in KINDS_KEPT
 
 
 def date_label(iso: str) -> str:

@@ -368,6 +368,15 @@ class Store:
             fusion = fusion or "dbsf"
         return self.run([Search(limit, dense, sparse, fusion, prefetch_limit)], doc_ids, owners)[0]
 
+    def document_chunks(self, doc_id: str, owners: Iterable[str | None] | None = None, with_vectors: bool = False
+                        ) -> list[tuple[Chunk, Sequence[float]]]:
+        """Every chunk of one complete document (visible to `owners`) in document order, each with its dense vector
+        (empty unless `with_vectors`): read by one scan filtered inside the engine."""
+        with self._engine("be read"):
+            found = [(chunk_from_payload(p.payload), p.dense) for batch in
+                     self.backend.points(with_vectors, UPSERT_BATCH, _scope([doc_id], owners)) for p in batch]
+        return sorted(found, key=lambda cv: cv[0].index)
+
     def optimize(self) -> bool:
         """Build the engine's search indexes now (Edge: blocks the whole process for ~2 s per 1,000 new chunks)."""
         with self._lock, self._engine("build its search index"):

@@ -137,21 +137,21 @@ def _kill_loop(forkserver, kind: str, tmp_path: Path, op: str, n: int, timed: in
 
 def test_kill_during_delete_leaves_the_document_whole_or_gone(forkserver, tmp_path):
     """kill -9 before each of the delete's writes, after it, and at random moments inside it (Qdrant Edge)."""
-    outcomes = _kill_loop(forkserver, "edge", tmp_path, "delete", 600, timed=10)
+    outcomes = _kill_loop(forkserver, "edge", tmp_path, "delete", 600, timed=6)
     assert outcomes.get("journalled", 0) >= 2 and outcomes.get("complete", 0) >= 1, outcomes
     assert outcomes.get("absent", 0) >= 1, outcomes
 
 
 def test_kill_during_add_leaves_the_document_whole_or_gone(forkserver, tmp_path):
     """kill -9 before each of the add's writes (entry, flush, every batch, completion), after it, and at random."""
-    outcomes = _kill_loop(forkserver, "edge", tmp_path, "add", 256, timed=8)
+    outcomes = _kill_loop(forkserver, "edge", tmp_path, "add", 256, timed=5)
     assert outcomes.get("journalled", 0) >= 5 and outcomes.get("absent", 0) >= 1, outcomes
     assert outcomes.get("complete", 0) >= 1, outcomes
 
 
 def test_kill_during_delete_on_the_server_backend(forkserver, tmp_path):
     """The same journal through qdrant-client (local mode standing in for a server: points are deleted one by one)."""
-    outcomes = _kill_loop(forkserver, "server", tmp_path, "delete", 150, timed=4)
+    outcomes = _kill_loop(forkserver, "server", tmp_path, "delete", 150, timed=3)
     assert outcomes.get("journalled", 0) >= 2 and outcomes.get("complete", 0) >= 1, outcomes
 
 

@@ -69,6 +69,9 @@ PIPELINE = textwrap.dedent('''
         lib = Library(settings)
         assert lib.ingest_path(docs / "docx_headings_toc.docx").status == "added"
         assert lib.ingest_path(docs / "pdf_text_outline-bookmarks_4-pages.pdf").status == "added"
+        for name in sys.argv[2:]:  # one file of every other kind DocChat reads (images through OCR)
+            result = lib.ingest_path(docs / name)
+            assert result.status == "added", (name, result.error)
         assert lib.search("Which is better, beautiful or ugly?", k=3)
         assert generation.answer(lib, "Which is better, beautiful or ugly?", settings).mode == "model"
         lib.close()
@@ -81,12 +84,20 @@ PIPELINE = textwrap.dedent('''
 ''')
 
 
+# One committed fixture of each kind besides PDF and Word (tests/fixtures/documents).
+EVERY_KIND = ["office_slides_table-notes-untitled.pptx", "office_workbook_budget-formula-hidden.xlsx",
+              "sheet_semicolon_latin1.csv", "odt_headings-lists-table-footnote.odt", "odp_four-slides_notes-table.odp",
+              "ods_three-sheets_hidden-formulas.ods", "rtf_memo_headings-list-table.rtf", "image_page_harbour.png",
+              "web_saved-page_nav-cookie-table.html", "epub_toc_three-chapters.epub", "eu_capitals.md"]
+
+
 @pytest.mark.slow
 def test_ingest_search_and_ask_make_no_outside_connection(tmp_path):
     log = tmp_path / "trace.log"
     script = tmp_path / "pipeline.py"
     script.write_text(PIPELINE)
-    proc = _in_namespace(f"{' '.join(TRACE)} -o {log} {sys.executable} {script} {ROOT}", timeout=600)
+    files = " ".join(EVERY_KIND)
+    proc = _in_namespace(f"{' '.join(TRACE)} -o {log} {sys.executable} {script} {ROOT} {files}", timeout=900)
     assert "PIPELINE OK" in proc.stdout, proc.stderr[-3000:]
     trace = log.read_text()
     assert "connect(" in trace  # the trace really saw our sockets (the loopback Ollama server)

@@ -261,6 +261,7 @@ def test_upload_limit_follows_the_setting_and_the_streamlit_config_agrees(app, m
     from ui_helpers import ROOT
 
     from rag_core.core.config import Settings
+    from rag_core.core.formats import ACCEPTED_EXTENSIONS
 
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] == Settings().max_upload_mb  # the browser-side cap = the default
@@ -269,7 +270,8 @@ def test_upload_limit_follows_the_setting_and_the_streamlit_config_agrees(app, m
     uploader = at.get("file_uploader")[0]
     assert uploader.proto.max_upload_size_mb == 7
     assert "up to 7 MB each" in uploader.help
-    assert uploader.proto.type == [".pdf", ".docx", ".txt", ".md", ".markdown"]
+    assert uploader.proto.type == list(ACCEPTED_EXTENSIONS)  # every kind DocChat reads (rag_core.core.formats)
+    assert ".pptx" in uploader.proto.type and ".xlsx" in uploader.proto.type and ".png" in uploader.proto.type
 
 
 def test_an_invalid_setting_stops_the_page_with_one_sentence(app, monkeypatch):

@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = {
     "data_dir": "/srv/docchat", "qdrant_url": "http://qdrant:6333", "qdrant_api_key": "qk", "collection": "c2",
     "embedding_model": "/models/minilm", "chunk_tokens": "128", "max_upload_mb": "20",
-    "max_docx_uncompressed_mb": "30", "ollama_host": "http://ollama:11434", "ollama_model": "qwen2.5:3b",
+    "max_docx_uncompressed_mb": "30", "max_sheet_rows": "5000", "ollama_host": "http://ollama:11434", "ollama_model": "qwen2.5:3b",
     "ollama_api_key": "ok", "llm_timeout_s": "12.5", "temperature": "0.7", "top_k": "7", "min_relevance": "0.4",
-    "history_tokens": "500", "max_context_tokens": "4096", "answer_tokens": "512", "mode": "demo",
+    "history_tokens": "500", "max_context_tokens": "4096", "answer_tokens": "512", "summary_max_calls": "5", "mode": "demo",
     "wikipedia_api": "http://127.0.0.1:1/{lang}/w/api.php", "wikipedia_contact": "me@example.org",
     "wikipedia_timeout_s": "5", "wikipedia_retries": "1", "wikipedia_backoff_s": "0.5",
     "wikipedia_deadline_s": "30", "wikipedia_max_response_mb": "5",
@@ -59,7 +59,7 @@ def test_the_environment_variable_names_are_unchanged():
     assert ENV_VARS["QDRANT_URL"] == "qdrant_url" and ENV_VARS["DOCCHAT_NUM_CTX_MAX"] == "max_context_tokens"
     assert ENV_VARS["DOCCHAT_MAX_DOCX_UNPACKED_MB"] == "max_docx_uncompressed_mb"
     assert ENV_VARS["DOCCHAT_DEMO_IDLE_MINUTES"] == "demo_session_idle_minutes"
-    assert len(ENV_VARS) == len(Settings.model_fields) == 46
+    assert len(ENV_VARS) == len(Settings.model_fields) == 48
 
 
 @pytest.mark.parametrize("field", list(Settings.model_fields))

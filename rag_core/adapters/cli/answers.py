@@ -7,6 +7,7 @@ import sys
 from rag_core.adapters.cli.common import json_text, k_value, terminal_text
 from rag_core.answer.grounding.citations import citation_json, passage_json
 from rag_core.core.config import Settings
+from rag_core.core.formats import location_label
 from rag_core.core.models import Answer
 
 
@@ -16,7 +17,7 @@ def _print_sources(ans: Answer) -> None:
     print("\nSources:")
     for c in ans.citations:
         j = citation_json(c)
-        where = ", ".join(x for x in (f"p. {j['page']}" if j["page"] else "", j["section"]) if x)
+        where = location_label(c.passage.chunk)  # "page 3, section Foo", "slide 3 — Budget", "sheet Budget"
         print(terminal_text(f"  [{j['n']}] {j['title']}{' — ' + where if where else ''}"
                             f"{'  ' + j['url'] if j['url'] else ''}"))
         quote = " ".join(terminal_text(j["quote"]).split())
@@ -25,7 +26,8 @@ def _print_sources(ans: Answer) -> None:
 
 def answer_json(ans: Answer) -> dict:
     """The `ask --json` shape."""
-    return {"answer": ans.text, "mode": ans.mode, "citations": [citation_json(c) for c in ans.citations],
+    return {"answer": ans.text, "mode": ans.mode,
+            "citations": [{**citation_json(c), "location": location_label(c.passage.chunk)} for c in ans.citations],
             "passages": [passage_json(p, i) for i, p in enumerate(ans.passages, 1)],
             "incomplete": ans.incomplete, "notice": ans.notice, "invalid_markers": ans.invalid_markers,
             "closest": bool(ans.extra.get("closest")),

@@ -1,4 +1,5 @@
-"""Command line: python -m rag_core COMMAND ... (ingest, list, search, delete, migrate, settings, wiki, ask, eval, mcp)."""
+"""Command line: python -m rag_core COMMAND ... (ingest, list, search, delete, migrate, settings, wiki, ask, summarize,
+eval, mcp)."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +11,7 @@ from typing import Any
 from rag_core.adapters.cli.common import emit, json_text, k_value, open_library, terminal_text
 from rag_core.core.config import Settings, describe, load_settings, settings_markdown
 from rag_core.core.errors import DocChatError, SettingsError
+from rag_core.core.formats import accepted_kinds, location_label
 from rag_core.core.models import Progress
 
 INGEST_STAGES = {"reading": "reading", "ocr": "reading scanned pages (OCR)", "chunking": "splitting into passages",
@@ -81,14 +83,14 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         lib.close()
     rows: list[dict[str, Any]] = [{"doc_id": p.chunk.doc_id, "title": p.chunk.source.title, "page": p.chunk.page_start,
-             "section": p.chunk.section, "text": p.chunk.text, "score": round(p.score, 4),
-             "char_start": p.chunk.char_start, "char_end": p.chunk.char_end} for p in hits]
+             "section": p.chunk.section, "location": location_label(p.chunk), "text": p.chunk.text,
+             "score": round(p.score, 4), "char_start": p.chunk.char_start, "char_end": p.chunk.char_end} for p in hits]
 
     def human() -> None:
         if not rows:
             print("No matching passages.")
         for i, r in enumerate(rows, 1):
-            where = ", ".join(x for x in (f"p. {r['page']}" if r["page"] else "", r["section"]) if x)
+            where = r["location"]  # "page 3, section Foo", "slide 3 — Budget", "sheet Budget"
             print(terminal_text(f"[{i}] {r['title']}{' — ' + where if where else ''}  (score {r['score']})"))
             print("    " + terminal_text(r["text"][:300]) + ("…" if len(r["text"]) > 300 else ""))
 
@@ -180,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rag_core", description="DocChat document library")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("ingest", parents=[common], help="add files (PDF, DOCX, TXT, MD) or folders")
+    p = sub.add_parser("ingest", parents=[common], help=f"add files ({accepted_kinds()}) or folders",
+                       description=f"Add files or folders (walked for {accepted_kinds(extensions=True)} files).")
     p.add_argument("paths", nargs="+")
     p.set_defaults(func=cmd_ingest)
 
@@ -207,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-writes", action="store_true",
                    help="also offer add_document and import_wikipedia (off: the tools are not even listed)")
     p.add_argument("--allow-dir", action="append", metavar="FOLDER",
-                   help="a folder whose PDF, Word, text and Markdown files add_document may add (repeatable; "
+                   help="a folder whose documents (the kinds `ingest` reads) add_document may add (repeatable; "
                         "none: add_document reads no local file)")
     p.add_argument("--no-llm", action="store_true", help="ask quotes the documents, without a language model")
     p.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
@@ -217,9 +220,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_mcp)
     from rag_core.adapters.cli.answers import register as register_answers
     from rag_core.adapters.cli.evaluate import register as register_eval
+    from rag_core.adapters.cli.summarize import register as register_summarize
     from rag_core.adapters.cli.wikipedia import register as register_wikipedia
 
-    for register in (register_wikipedia, register_answers, register_eval):
+    for register in (register_wikipedia, register_answers, register_summarize, register_eval):
         register(sub, common)
     return parser
 

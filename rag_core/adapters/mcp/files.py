@@ -1,9 +1,9 @@
 """Which files on this computer the MCP tool add_document may read (`docchat mcp --allow-writes --allow-dir DIR`).
 
 An agent can be steered by a document it read, so its file access is confined: only regular files of the kinds
-DocChat reads (PDF, Word, text, Markdown), only under the folders named with --allow-dir (none: no local file at
-all), judged by the real path (".." and links resolved, so a link inside an allowed folder leading out is refused),
-never anything under /proc, /sys or /dev. The file is opened without following a last link and without blocking
+DocChat reads (rag_core.core.formats: PDF, Office files, spreadsheets, web pages, e-books, images, text…), only
+under the folders named with --allow-dir (none: no local file at all), judged by the real path (".." and links
+resolved, so a link inside an allowed folder leading out is refused), never anything under /proc, /sys or /dev. The file is opened without following a last link and without blocking
 (a FIFO swapped in cannot hang the server), then checked again on the open descriptor: a regular file, the very
 one that was checked. Every refusal is one sentence (FileRefused), decided before the library is opened.
 """
@@ -16,10 +16,11 @@ from pathlib import Path
 
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, NotARegularFile, SettingsError
+from rag_core.core.formats import ACCEPTED_EXTENSIONS, accepted_kinds
 from rag_core.core.safe_files import describe_mode, read_up_to
 from rag_core.ingest.loaders import check_size
 
-SUPPORTED_SUFFIXES = frozenset({".pdf", ".docx", ".txt", ".md", ".markdown"})
+SUPPORTED_SUFFIXES = frozenset(ACCEPTED_EXTENSIONS)
 SYSTEM_FOLDERS = tuple(Path(p) for p in ("/proc", "/sys", "/dev") if os.name == "posix")  # kernel and devices
 _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
                | getattr(os, "O_BINARY", 0))
@@ -102,8 +103,8 @@ def confined_path(path: str, allowed: tuple[Path, ...]) -> tuple[Path, os.stat_r
     if not stat.S_ISREG(st.st_mode):
         raise NotARegularFile(real.name, describe_mode(st.st_mode))
     if real.suffix.lower() not in SUPPORTED_SUFFIXES:
-        raise FileRefused(f"“{real.name}” is not a file type DocChat reads; add_document takes PDF, Word (.docx), "
-                          "text (.txt) and Markdown (.md) files.")
+        raise FileRefused(f"“{real.name}” is not a file type DocChat reads; add_document takes "
+                          f"{accepted_kinds(extensions=True, last='and')} files.")
     return real, st
 
 

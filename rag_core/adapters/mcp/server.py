@@ -1,7 +1,7 @@
 """The library as Model Context Protocol tools for agents: `python -m rag_core mcp` (stdio; `--http` for streamable
 HTTP on 127.0.0.1), built on the official `mcp` SDK's MCPServer.
 
-Tools: search, ask, list_documents, get_passage; add_document and import_wikipedia only with `--allow-writes` (not
+Tools: search, ask, summarize (rag_core.adapters.mcp.summaries), list_documents, get_passage; add_document and import_wikipedia only with `--allow-writes` (not
 even listed otherwise), and add_document reads only files under the `--allow-dir` folders (rag_core.adapters.mcp.files).
 Every failure (bad arguments, an unknown document, the library in use, even a crash) is an MCP error result with
 one sentence, never the SDK's "Error executing tool …" wrapper nor a traceback in the log; stdout is the protocol
@@ -30,9 +30,11 @@ from pydantic import Field
 
 from rag_core.adapters.mcp.errors import DocChatMCPServer
 from rag_core.adapters.mcp.files import read_confined
+from rag_core.adapters.mcp.summaries import add_summary_tool
 from rag_core.answer.grounding.citations import citation_json, source_url
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, LibraryBusy
+from rag_core.core.formats import accepted_kinds, location_label
 
 if TYPE_CHECKING:  # pragma: no cover
     from rag_core.core.models import Chunk, DocumentInfo, Passage
@@ -48,11 +50,11 @@ MAX_PASSAGE_CHARS = 20_000  # the longest range get_passage returns at once
 MAX_DOC_IDS = 100
 CACHED_DOCUMENTS = 16  # documents whose passages get_passage keeps in memory
 INSTRUCTIONS = (
-    "DocChat is the user's private document library (their PDFs, Word files, notes and imported Wikipedia "
-    "articles). Call list_documents to see what is there, search to find passages, ask for a short answer whose "
-    "citations were checked against the passages, and get_passage to read the exact text around a passage "
-    "(doc_id, char_start, char_end from a search result or citation). Quote and cite what you use: title, page or "
-    "section, and for Wikipedia the URL and licence.")
+    "DocChat is the user's private document library (their PDFs, Office files, spreadsheets, web pages, e-books, "
+    "scans, notes and imported Wikipedia articles). Call list_documents to see what is there, search to find passages, ask for a short answer whose "
+    "citations were checked against the passages, summarize for a whole document (or to compare two), and get_passage to read the exact text around a passage "
+    "(doc_id, char_start, char_end from a search result or citation). Quote and cite what you use: title and "
+    "location (page, slide, sheet, chapter or section), and for Wikipedia the URL and licence.")
 BUSY_HINT = ("For this MCP server: stop the DocChat app (or the other program) and call the tool again, since this "
              "server stays up and retries; or point DOCCHAT_DATA_DIR at a copy of the data folder; or run Qdrant as a "
              "server and set QDRANT_URL for both, so they can run at the same time.")
@@ -194,10 +196,12 @@ def _passage_url(p: Passage) -> str | None:
 
 
 def passage_result(p: Passage, n: int) -> dict[str, Any]:
-    """One search hit: where it is (title, pages, section, character range), its score, text and attribution."""
+    """One search hit: where it is (title, pages, section, character range, and `location` in the words of its kind:
+    "slide 3 — Budget", "sheet Budget"), its score, text and attribution."""
     c, src = p.chunk, p.chunk.source
     return {"n": n, "doc_id": c.doc_id, "title": src.title, "kind": src.kind, "page": c.page_start,
-            "page_end": c.page_end, "section": c.section or None, "char_start": c.char_start, "char_end": c.char_end,
+            "page_end": c.page_end, "section": c.section or None, "location": location_label(c) or None,
+            "char_start": c.char_start, "char_end": c.char_end,
             "score": round(p.score, 4), "text": c.text, "url": _passage_url(p), "license": src.license,
             "revision_id": src.revision_id}
 
@@ -272,7 +276,8 @@ def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool =
             raise ToolError("The question is empty; ask it in words.")
         with holder.use() as lib:
             ans = answer(lib, question, settings, doc_ids=_check_doc_ids(lib, doc_ids), use_llm=use_llm)
-        citations = [{**citation_json(c), "url": _passage_url(c.passage), "license": c.passage.chunk.source.license}
+        citations = [{**citation_json(c), "location": location_label(c.passage.chunk) or None,
+                      "url": _passage_url(c.passage), "license": c.passage.chunk.source.license}
                      for c in ans.citations]
         return {"answer": ans.text, "mode": ans.mode, "citations": citations, "notice": ans.notice,
                 "incomplete": ans.incomplete, "closest": bool(ans.extra.get("closest"))}
@@ -317,6 +322,7 @@ def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool =
                 "section": inside[0].section or None if inside else None,
                 **{k: v for k, v in document_result(info).items() if k in ("url", "license", "kind")}}
 
+    add_summary_tool(server, settings, holder, use_llm)
     if allow_writes:
         _add_write_tools(server, settings, holder, allow_dirs)
     return server
@@ -329,9 +335,10 @@ def _add_write_tools(server: MCPServer, settings: Settings, holder: LibraryHolde
              if allow_dirs else "No folder is open to it yet: the user must restart the server with --allow-dir.")
 
     @server.tool(annotations=adds.model_copy(update={"open_world_hint": False}), description=(
-        f"Add one file from this computer to the library (adding the same file again changes nothing). {where}"))
+        f"Add one file from this computer to the library (adding the same file again changes nothing): a "
+        f"{accepted_kinds(extensions=True)} file. {where}"))
     def add_document(path: Annotated[str, Field(min_length=1, max_length=4096, description=(
-            "Absolute path of a PDF, DOCX, TXT or Markdown file inside an allowed folder."))]) -> dict[str, Any]:
+            "Absolute path of the file, inside an allowed folder."))]) -> dict[str, Any]:
         try:
             real, data = read_confined(path, allow_dirs, settings)
         except DocChatError as e:

@@ -45,6 +45,7 @@ from rag_core.answer.generation.prompt import (
     looks_like_follow_up,
     rewrite_question,
 )
+from rag_core.answer.generation.whole import route
 from rag_core.answer.grounding import answerability
 from rag_core.answer.grounding import citations as cites
 from rag_core.answer.grounding.answerability import Verdict
@@ -98,6 +99,8 @@ class AnswerStream:
         self._llm: tuple[str, np.ndarray, float] | None = None  # the chat model's name, query vector, relevance
         self._gen: Iterator[str] | None = None
         self._t0 = time.perf_counter()
+        self.intent: Any = None  # what the question asks for (rag_core.answer.intent): set first, or classified
+        self._whole: Any = None  # the run of a question about whole documents or the library (rag_core.answer.summaries)
 
     def __iter__(self) -> Iterator[str]:
         # Always the same generator: st.write_stream calls iter() once to check, then again to loop.
@@ -115,10 +118,10 @@ class AnswerStream:
         self._listeners.append(listener)
         listener(StageEvent(self.step, time.monotonic(), tuple(self.passages)))
 
-    def _enter(self, step: Step) -> None:
-        """Move to `step` and tell the listeners (a listener's failure never stops the answer)."""
+    def _enter(self, step: Step, note: str = "") -> None:
+        """Move to `step` (`note`: what a long run says of it) and tell the listeners (whose failures never stop it)."""
         self.step = step
-        event = StageEvent(step, time.monotonic(), tuple(self.passages))
+        event = StageEvent(step, time.monotonic(), tuple(self.passages), note)
         for listener in list(self._listeners):
             try:
                 listener(event)
@@ -171,13 +174,11 @@ class AnswerStream:
         except DocChatError as e:  # e.g. the library is busy or the vector database is unreachable
             log.info("Answering failed: %s", e)
             last = Step.FAILED
-            self._finish("", mode, incomplete=True, notice=str(e),
-                         extra=details_extra(unchecked("".join(partial), e.details)))
+            self._finish("", mode, incomplete=True, notice=str(e), extra=details_extra(unchecked("".join(partial), e.details)))
         except Exception:  # logged with its traceback; the user gets one sentence
             log.exception("Unexpected failure while answering %r", self.question)
             last = Step.FAILED
-            self._finish("", mode, incomplete=True, notice=NOTICE_UNEXPECTED,
-                         extra=details_extra(unchecked("".join(partial))))
+            self._finish("", mode, incomplete=True, notice=NOTICE_UNEXPECTED, extra=details_extra(unchecked("".join(partial))))
         finally:
             if self.answer is None:  # the consumer stopped iterating (GeneratorExit): keep what of it is backed
                 last = Step.STOPPED
@@ -187,6 +188,8 @@ class AnswerStream:
     def _stopped(self, text: str, mode: AnswerMode) -> None:
         """The answer of a stream closed early (Stop): the model's text so far, checked like any other ending."""
         try:
+            if self._whole is not None:  # a summary stopped part-way keeps what it read
+                return self._whole.stopped()
             if self.prompt is not None and self._llm is not None and text.strip():
                 return self._conclude(ending(None, stopped=True), text)
         except Exception:  # closing must never raise; the text is then not shown (it is unchecked)
@@ -228,23 +231,24 @@ class AnswerStream:
 
     def _pipeline(self, partial: list[str]) -> Iterator[str]:
         s, lib = self.settings, self.library
+        self._whole = route(self)  # a question about whole documents or the library: answered from them
+        if self._whole is not None:
+            yield from self._whole.run(partial)
+            return
         chat = backend_for(s, self.chat_model) if self.writes_with_llm else None
         llm_error = self._standalone_question(chat)
         query = self._standalone
         qvec, relevance = self._search(query)
         t = time.perf_counter()
-
         if not self.passages or relevance is None:
             empty = not lib.documents(self.owners)
-            self._finish(NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, relevance=relevance,
-                         notice=NOTICE_EMPTY if empty else NOTICE_NOT_RELEVANT,
-                         extra=details_extra(DETAILS_EMPTY if empty else None))
-            yield NOT_FOUND_REPLY
+            yield self._finish(NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, relevance=relevance,
+                               notice=NOTICE_EMPTY if empty else NOTICE_NOT_RELEVANT,
+                               extra=details_extra(DETAILS_EMPTY if empty else None)).text
             return
         if relevance < s.min_relevance:
             log.info("Best passage cosine %.3f < %.3f: not in the documents", relevance, s.min_relevance)
-            self._finish(NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, relevance=relevance, notice=NOTICE_NOT_RELEVANT)
-            yield NOT_FOUND_REPLY
+            yield self._finish(NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, relevance=relevance, notice=NOTICE_NOT_RELEVANT).text
             return
         # The quotes decide what can be answered. Quoting, the shortlist is re-ranked by meaning (one small encode);
         # with a model the lexical ranking is enough for the check (names, numbers, words), so the model is asked
@@ -259,13 +263,10 @@ class AnswerStream:
         t = self._mark("answerability", t)
         if not verdict.answerable:
             log.info("Not answerable from the documents (%s): %s", verdict.reason, verdict.missing)
-            self._finish(NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, relevance=relevance,
-                         notice=verdict.notice or NOTICE_NOT_RELEVANT,
-                         extra=details_extra(verdict.details))
-            yield NOT_FOUND_REPLY
+            yield self._finish(NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, relevance=relevance,
+                               notice=verdict.notice or NOTICE_NOT_RELEVANT, extra=details_extra(verdict.details)).text
             return
         self._direct = verdict.direct
-
         if chat is None or llm_error is not None:
             notice = (NOTICE_FALLBACK.format(error=str(llm_error)) if llm_error
                       else NOTICE_NO_LLM if not self.use_llm else NOTICE_NO_MODEL)

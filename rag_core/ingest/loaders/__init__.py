@@ -1,48 +1,80 @@
 """File loaders: the only code that knows file formats. Bytes in, a `Document` out.
 
-The type is decided from the content (magic bytes), never trusted from the name: "%PDF-" in the
-first 1024 bytes -> PDF; a ZIP with word/document.xml -> DOCX; anything else must be text, and the
-extension only picks Markdown (.md/.markdown) over plain text. A file named .pdf/.docx whose content
-is something else is refused as damaged rather than silently read as text.
+The kind is decided from the content, never trusted from the name alone (`sniff_kind`): "%PDF-" in the first 1024
+bytes -> PDF; a ZIP by its members: word/document.xml -> Word, ppt/presentation.xml -> PowerPoint, xl/workbook.xml ->
+Excel, an "application/epub+zip" mimetype with META-INF/container.xml -> EPUB, an OpenDocument mimetype -> odt/odp/ods;
+"{\\rtf" -> RTF; PNG, JPEG, TIFF and WebP signatures -> an image of pages (OCR). Other known binary formats (GIF,
+old-style Office, audio, archives…) are refused with a sentence saying what they are. Anything else must be text: a
+page that starts like HTML (or a .html/.htm file with markup) is a web page, a .csv/.tsv is a table, and the extension
+picks Markdown (.md/.markdown) over plain text. A file whose name claims a binary kind (.pdf, .pptx, .xlsx, .epub,
+.odt, .rtf, .png…) but whose content is something else is refused as damaged rather than read as another kind.
+
+`load_bytes` hands the bytes to the kind's reader (READERS: kind -> module and function, imported on first use), each
+with the signature `load_x(data, file_name, settings, deadline=None, progress=None) -> Extracted`; every reader but
+plain text parses in a killable child process bounded by the deadline (rag_core.ingest.loaders._isolated). The kinds
+and their extensions for people are in rag_core.core.formats.
 """
 from __future__ import annotations
 
+import codecs
+import importlib
 import io
 import logging
 import os
+import re
 import stat
 import zipfile
+from collections.abc import Callable
 from pathlib import Path, PurePath
 
 from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, EmptyFile, FileTooLarge, NotARegularFile, UnsupportedFileType
-from rag_core.core.models import Document, Progress, SourceMeta
+from rag_core.core.formats import ACCEPTED_EXTENSIONS, format_for_name
+from rag_core.core.models import DocKind, Document, Progress, SourceMeta
 from rag_core.core.safe_files import describe_mode, read_up_to
-from rag_core.ingest.loaders._common import Extracted, doc_id_for
+from rag_core.ingest.loaders._common import Extracted, doc_id_for, with_article
 
 log = logging.getLogger(__name__)
 
-__all__ = ["check_size", "load_bytes", "load_file", "read_file", "sniff_kind", "MARKDOWN_EXTENSIONS"]
+__all__ = ["ACCEPTED_EXTENSIONS", "MARKDOWN_EXTENSIONS", "READERS", "check_size", "load_bytes", "load_file",
+           "read_file", "sniff_kind"]
 
 MARKDOWN_EXTENSIONS = frozenset({".md", ".markdown"})
+
+#: A format reader: (data, file_name, settings, deadline, progress) -> Extracted.
+Loader = Callable[[bytes, str, Settings, Deadline | None, Progress | None], Extracted]
+
+#: Which function reads each kind, as (module, function): imported when a file of that kind is first read, so a
+#: format's library is loaded only by the process that needs it.
+READERS: dict[DocKind, tuple[str, str]] = {
+    DocKind.PDF: (__name__, "_load_pdf"),
+    DocKind.DOCX: (__name__, "_load_docx"),
+    DocKind.TXT: (__name__, "_load_text"),
+    DocKind.MD: (__name__, "_load_text"),
+    DocKind.PPTX: ("rag_core.ingest.loaders.slides", "load_pptx"),
+    DocKind.XLSX: ("rag_core.ingest.loaders.sheets", "load_xlsx"),
+    DocKind.CSV: ("rag_core.ingest.loaders.sheets", "load_csv"),
+    DocKind.HTML: ("rag_core.ingest.loaders.web", "load_html"),
+    DocKind.EPUB: ("rag_core.ingest.loaders.ebook", "load_epub"),
+    DocKind.ODT: ("rag_core.ingest.loaders.opendocument", "load_odt"),
+    DocKind.ODP: ("rag_core.ingest.loaders.opendocument", "load_odp"),
+    DocKind.ODS: ("rag_core.ingest.loaders.opendocument", "load_ods"),
+    DocKind.RTF: ("rag_core.ingest.loaders.rtf", "load_rtf"),
+    DocKind.IMAGE: ("rag_core.ingest.loaders.image", "load_image"),
+}
 
 # Formats DocChat cannot read, recognised by their first bytes, with a friendly description. The
 # signatures are specific enough (control bytes, exact versions) that real text does not match them.
 _MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "it is a PNG image"),
-    (b"\xff\xd8\xff", "it is a JPEG image"),
-    (b"GIF87a", "it is a GIF image"),
-    (b"GIF89a", "it is a GIF image"),
-    (b"II*\x00", "it is a TIFF image"),
-    (b"MM\x00*", "it is a TIFF image"),
+    (b"GIF87a", "it is a GIF image; save it as PNG to have its text read"),
+    (b"GIF89a", "it is a GIF image; save it as PNG to have its text read"),
     (b"ID3\x02", "it is an MP3 audio file"),
     (b"ID3\x03", "it is an MP3 audio file"),
     (b"ID3\x04", "it is an MP3 audio file"),
     (b"OggS\x00", "it is an Ogg audio/video file"),
     (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1",
-     "it is an old-style Office file (.doc/.xls/.ppt); save it as .docx or PDF"),
-    (b"{\\rtf", "it is an RTF document; save it as .docx or PDF"),
+     "it is an old-style Office file (.doc/.xls/.ppt); save it as .docx, .xlsx or .pptx"),
     (b"\x1f\x8b", "it is a gzip archive"),
     (b"Rar!\x1a\x07", "it is a RAR archive"),
     (b"7z\xbc\xaf\x27\x1c", "it is a 7-Zip archive"),
@@ -50,27 +82,28 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x7fELF", "it is a program, not a document"),
     (b"SQLite format 3\x00", "it is an SQLite database"),
 )
+# Images of pages read by OCR: PNG, JPEG, TIFF (little- and big-endian); WebP is a RIFF container (see _is_image).
+_IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")
 
-
-def _binary_kind(head: bytes) -> str | None:
-    """A friendly description of a known non-document format, or None."""
-    for magic, detail in _MAGIC:
-        if head.startswith(magic):
-            return detail
-    if head[:4] == b"RIFF" and head[8:12] in (b"WEBP", b"WAVE", b"AVI "):
-        return "it is a WebP image, WAV audio or AVI video file"
-    if head[:2] == b"\x00\x00" and head[4:8] == b"ftyp":
-        return "it is a video, audio or HEIC image file"
-    return None
-
-
-# Other ZIP-based formats, recognised by a member name.
-_ZIP_KINDS: tuple[tuple[str, str], ...] = (
-    ("xl/workbook.xml", "it is an Excel workbook"),
-    ("ppt/presentation.xml", "it is a PowerPoint presentation"),
-    ("META-INF/container.xml", "it is an e-book (EPUB)"),
-    ("content.xml", "it is an OpenDocument file; save it as .docx or PDF"),
+# Zip-based kinds: the member that makes a ZIP one, and what a person calls it ("not a PowerPoint presentation").
+_ZIP_MEMBER = {DocKind.DOCX: "word/document.xml", DocKind.PPTX: "ppt/presentation.xml",
+               DocKind.XLSX: "xl/workbook.xml", DocKind.EPUB: "META-INF/container.xml",
+               DocKind.ODT: "content.xml", DocKind.ODP: "content.xml", DocKind.ODS: "content.xml"}
+_WHAT = {DocKind.PDF: "PDF", DocKind.DOCX: "Word document", DocKind.PPTX: "PowerPoint presentation",
+         DocKind.XLSX: "Excel workbook", DocKind.EPUB: "EPUB e-book", DocKind.ODT: "OpenDocument text",
+         DocKind.ODP: "OpenDocument presentation", DocKind.ODS: "OpenDocument spreadsheet",
+         DocKind.RTF: "RTF document", DocKind.IMAGE: "image"}
+_OOXML = ((DocKind.DOCX, "word/document.xml"), (DocKind.PPTX, "ppt/presentation.xml"),
+          (DocKind.XLSX, "xl/workbook.xml"))
+_EPUB_MIMETYPE = "application/epub+zip"
+# Other ZIP-based formats, recognised by a member name, refused with advice.
+_ZIP_REFUSED: tuple[tuple[str, str], ...] = (
+    ("xl/workbook.bin", "it is an Excel binary workbook (.xlsb); save it as .xlsx"),
+    ("visio/document.xml", "it is a Visio drawing; save it as PDF"),
 )
+_HTML_START = re.compile(r"\A\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*(?:<!doctype\s+html|<html[\s>])",
+                         re.IGNORECASE | re.DOTALL)
+_MARKUP = re.compile(r"<(?:[a-z][a-z0-9]*[\s/>]|!--|!doctype)", re.IGNORECASE)
 
 
 def check_size(file_name: str, size: int, settings: Settings) -> None:
@@ -82,33 +115,20 @@ def check_size(file_name: str, size: int, settings: Settings) -> None:
 def load_bytes(data: bytes, file_name: str, settings: Settings, deadline: Deadline | None = None,
                progress: Progress | None = None) -> Document:
     """Load an uploaded file's bytes into a Document, or raise an IngestError with a friendly message (IngestTimedOut
-    once `deadline` has passed: PDF and Word files are read in a child process stopped at it); `progress` gets
-    ("ocr", page, pages) while scanned PDF pages are read (rag_core.ingest.loaders.ocr)."""
+    once `deadline` has passed: every format but plain text is read in a child process stopped at it); `progress`
+    gets ("ocr", page, pages) while scanned pages or images are read (rag_core.ingest.loaders.ocr)."""
     check_size(file_name, len(data), settings)
     if not data or data.isspace():
         raise EmptyFile(file_name)
     kind = sniff_kind(data, file_name)
     log.debug("loading %s (%d bytes) as %s", file_name, len(data), kind)
-    if kind == "pdf":
-        from rag_core.ingest.loaders.ocr import OcrOptions
-        from rag_core.ingest.loaders.pdf import load_pdf
-
-        ocr = OcrOptions(settings.ocr, settings.ocr_language, settings.ocr_dpi)
-        extracted: Extracted = load_pdf(data, file_name, deadline, ocr, progress)
-    elif kind == "docx":
-        from rag_core.ingest.loaders.docx import load_docx
-
-        extracted = load_docx(data, file_name, settings, deadline)
-    else:
-        from rag_core.ingest.loaders.text import load_text
-
-        extracted = load_text(data, file_name, kind, deadline)
+    extracted = reader(kind)(data, file_name, settings, deadline, progress)
     doc_id, sha256 = doc_id_for(data)
     return Document(
         doc_id=doc_id,
         text=extracted.text,
         sections=extracted.sections,
-        source=SourceMeta(file_name=file_name, title=extracted.title, kind=kind, sha256=sha256,
+        source=SourceMeta(file_name=file_name, title=extracted.title, kind=kind.value, sha256=sha256,
                           scanned_pages=extracted.scanned_pages),
         page_count=extracted.page_count,
         page_starts=extracted.page_starts,
@@ -116,6 +136,35 @@ def load_bytes(data: bytes, file_name: str, settings: Settings, deadline: Deadli
     )
 
 
+def reader(kind: DocKind) -> Loader:
+    """The function that reads files of `kind` (READERS), imported now."""
+    module, name = READERS[kind]
+    loader: Loader = getattr(importlib.import_module(module), name)
+    return loader
+
+
+def _load_pdf(data: bytes, file_name: str, settings: Settings, deadline: Deadline | None = None,
+              progress: Progress | None = None) -> Extracted:
+    from rag_core.ingest.loaders.ocr import OcrOptions
+    from rag_core.ingest.loaders.pdf import load_pdf
+
+    return load_pdf(data, file_name, deadline, OcrOptions(settings.ocr, settings.ocr_language, settings.ocr_dpi),
+                    progress)
+
+
+def _load_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadline | None = None,
+               progress: Progress | None = None) -> Extracted:
+    from rag_core.ingest.loaders.docx import load_docx
+
+    return load_docx(data, file_name, settings, deadline)
+
+
+def _load_text(data: bytes, file_name: str, settings: Settings, deadline: Deadline | None = None,
+               progress: Progress | None = None) -> Extracted:
+    from rag_core.ingest.loaders.text import load_text
+
+    ext = PurePath(file_name).suffix.lower()
+    return load_text(data, file_name, DocKind.MD if ext in MARKDOWN_EXTENSIONS else DocKind.TXT, deadline)
 
 
 def read_file(path: str | Path, settings: Settings) -> bytes:
@@ -144,40 +193,109 @@ def load_file(path: str | Path, settings: Settings) -> Document:
     return load_bytes(read_file(path, settings), path.name, settings)
 
 
-def sniff_kind(data: bytes, file_name: str) -> str:
-    """"pdf" | "docx" | "md" | "txt" from the content; raises for formats DocChat cannot read."""
+def sniff_kind(data: bytes, file_name: str) -> DocKind:
+    """The kind of a file from its content (see the module docstring); raises UnsupportedFileType for formats
+    DocChat cannot read and CorruptFile for a name that claims a kind the content is not."""
     ext = PurePath(file_name).suffix.lower()
+    claimed = format_for_name(file_name)
     head = data[:1024]
     if b"%PDF-" in head:
-        return "pdf"
+        return DocKind.PDF
     if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
         return _sniff_zip(data, file_name, ext)
+    if head.lstrip(codecs.BOM_UTF8 + b" \t\r\n").startswith(b"{\\rtf"):
+        return DocKind.RTF
+    if _is_image(head):
+        return DocKind.IMAGE
     detail = _binary_kind(head)
     if detail:
         raise UnsupportedFileType(file_name, detail)
-    if ext == ".pdf":
-        raise CorruptFile(file_name, f"the name ends in .pdf but the content is not a PDF{_looks_like(head)}")
-    if ext == ".docx":
-        raise CorruptFile(
-            file_name, f"the name ends in .docx but the content is not a Word document{_looks_like(head)}"
-        )
-    return "md" if ext in MARKDOWN_EXTENSIONS else "txt"
+    if claimed is not None and claimed.kind in _WHAT:  # a binary kind by name, but none by content
+        what = with_article(_WHAT[claimed.kind])
+        raise CorruptFile(file_name, f"the name ends in {ext} but the content is not {what}{_looks_like(head)}")
+    if _starts_like_html(head) or (ext in (".html", ".htm") and _MARKUP.search(_head_text(head))):
+        return DocKind.HTML
+    if claimed is not None and claimed.kind == DocKind.CSV:
+        return DocKind.CSV
+    return DocKind.MD if ext in MARKDOWN_EXTENSIONS else DocKind.TXT
 
 
-def _sniff_zip(data: bytes, file_name: str, ext: str) -> str:
+def _is_image(head: bytes) -> bool:
+    return head.startswith(_IMAGE_MAGIC) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
+
+
+def _binary_kind(head: bytes) -> str | None:
+    """A friendly description of a known format DocChat does not read, or None."""
+    for magic, detail in _MAGIC:
+        if head.startswith(magic):
+            return detail
+    if head[:4] == b"RIFF" and head[8:12] in (b"WAVE", b"AVI "):
+        return "it is a WAV audio or AVI video file"
+    if head[:2] == b"\x00\x00" and head[4:8] == b"ftyp":
+        return "it is a video, audio or HEIC image file; save a photo as JPEG or PNG to have its text read"
+    return None
+
+
+def _sniff_zip(data: bytes, file_name: str, ext: str) -> DocKind:
+    """The kind of a ZIP-based document from its members (nothing is unpacked but a tiny `mimetype` member)."""
+    claimed = format_for_name(file_name)
+    want = claimed.kind if claimed is not None and claimed.kind in _ZIP_MEMBER else None
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             names = set(zf.namelist())
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError) as e:
-        if ext == ".docx":
-            raise CorruptFile(file_name, "the Word file's ZIP container is broken") from e
+            mimetype = _zip_mimetype(zf) if "mimetype" in names else ""
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as e:
+        if want is not None:
+            raise CorruptFile(file_name, f"the {_WHAT[want]}'s ZIP container is broken") from e
         raise UnsupportedFileType(file_name, "it is a damaged ZIP archive") from e
-    if "word/document.xml" in names:
-        return "docx"
-    detail = next((d for member, d in _ZIP_KINDS if member in names), "it is a ZIP archive")
-    if ext == ".docx" and detail == "it is a ZIP archive":
-        raise CorruptFile(file_name, "the ZIP archive has no word/document.xml, so it is not a Word document")
+    found = _zip_kind(data, names, mimetype, want)
+    if want is not None and found != want:
+        member = _ZIP_MEMBER[want]
+        is_ = f"; it is {with_article(_WHAT[found])}" if found in _WHAT else f": the ZIP archive has no {member}"
+        raise CorruptFile(file_name, f"the name ends in {ext} but the content is not {with_article(_WHAT[want])}{is_}")
+    if found is not None:
+        return found
+    if mimetype.startswith("application/vnd.oasis.opendocument."):
+        raise UnsupportedFileType(file_name, "it is an OpenDocument drawing, formula or template; save it as .odt "
+                                             "or PDF")
+    detail = next((d for member, d in _ZIP_REFUSED if member in names), "it is a ZIP archive")
     raise UnsupportedFileType(file_name, detail)
+
+
+def _zip_mimetype(zf: zipfile.ZipFile) -> str:
+    """The `mimetype` member of an EPUB or OpenDocument file (at most 200 bytes are read)."""
+    try:
+        with zf.open("mimetype") as f:
+            return f.read(200).decode("ascii", errors="replace").strip()
+    except (zipfile.BadZipFile, NotImplementedError, ValueError, OSError, EOFError, KeyError):
+        return ""
+
+
+def _zip_kind(data: bytes, names: set[str], mimetype: str, want: DocKind | None) -> DocKind | None:
+    """The document kind of a ZIP with these members and `mimetype`, or None for an archive of something else."""
+    for kind, member in _OOXML:
+        if member in names:
+            return kind
+    if "META-INF/container.xml" in names and (mimetype == _EPUB_MIMETYPE or (not mimetype and want == DocKind.EPUB)):
+        return DocKind.EPUB
+    if "content.xml" in names:  # OpenDocument: its mimetype member, else what its body holds
+        from rag_core.ingest.loaders.opendocument import odf_kind
+
+        odf = odf_kind(data)
+        return DocKind(odf) if odf else None
+    return None
+
+
+def _head_text(head: bytes) -> str:
+    """The first bytes as text, well enough to look for markup (UTF-16 with a BOM, else any ASCII-based encoding)."""
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return head.decode("utf-16", errors="replace")
+    return head.decode("latin-1").lstrip("\ufeff\xef\xbb\xbf")
+
+
+def _starts_like_html(head: bytes) -> bool:
+    """The file begins like a web page: "<!DOCTYPE html" or "<html" (after an XML declaration and comments)."""
+    return bool(_HTML_START.match(_head_text(head)))
 
 
 def _looks_like(head: bytes) -> str:

@@ -2,13 +2,21 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import logging
 import re
 import unicodedata
+import zipfile
 from collections.abc import Iterable
 from pathlib import PurePath, PureWindowsPath
 from typing import NamedTuple
 
+from rag_core.core.config import Settings
+from rag_core.core.errors import CorruptFile
 from rag_core.core.models import Section
+
+log = logging.getLogger(__name__)
+_MB = 1024 * 1024
 
 # Control characters (except \t and \n), soft hyphens, BOMs, non-characters and lone surrogates:
 # none of them carry meaning in extracted text, and some break JSON payloads.
@@ -27,6 +35,37 @@ class Extracted(NamedTuple):
     page_starts: tuple[int, ...] = ()
     scanned_pages: str = ""  # pages read by OCR, as ranges ("1-3,7"), see SourceMeta.scanned_pages
     hidden: tuple[str, ...] = ()  # runs of text drawn invisibly (see Document.hidden_text)
+
+
+def check_zip(data: bytes, file_name: str, settings: Settings, required_member: str, what: str) -> list[str]:
+    """The member names of a zip-based document (pptx, xlsx, epub, odt…), checked without unpacking anything:
+    CorruptFile (one sentence naming `what`, e.g. "PowerPoint file") when the ZIP container is broken, when it would
+    unpack to more than settings.max_docx_uncompressed_mb (a zip bomb), or when `required_member` is missing."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as e:
+        raise CorruptFile(file_name, f"the {what}'s ZIP container is broken") from e
+    total = sum(max(info.file_size, 0) for info in infos)
+    packed = sum(max(info.compress_size, 0) for info in infos)
+    limit = settings.max_docx_uncompressed_mb
+    log.debug("%s: %d zip entries, %d bytes packed, %d unpacked", file_name, len(infos), packed, total)
+    if total > limit * _MB:
+        log.warning("refusing %s: expands to %d bytes (ratio %.0f:1)", file_name, total, total / max(packed, 1))
+        raise CorruptFile(file_name, f"it expands to more than {limit} MB when unpacked, more than DocChat allows "
+                                     f"for {with_article(what)}")
+    names = [info.filename for info in infos]
+    if required_member not in names:
+        raise CorruptFile(file_name, f"the ZIP archive has no {required_member}, so it is not {with_article(what)}")
+    return names
+
+
+def with_article(what: str) -> str:
+    """The name with "a" or "an" before it: "an Excel workbook", "a PDF", "an RTF document" (an acronym by the sound
+    of its first letter's name)."""
+    word = what.split(" ", 1)[0]
+    acronym = len(word) > 1 and word.isupper()
+    return ("an " if what[:1] in ("AEFHILMNORSX" if acronym else "AEIOUaeiou") else "a ") + what
 
 
 def normalize_newlines(text: str) -> str:

@@ -49,7 +49,7 @@ class Row(_Span):
 
 
 @dataclass
-class Block:
+class TextBlock:
     """A MuPDF text block (or one column of it): the unit of reading order."""
 
     rows: list[Row]
@@ -75,7 +75,7 @@ class Page:
     """The text blocks of one page."""
 
     index: int
-    blocks: list[Block] = field(default_factory=list)
+    blocks: list[TextBlock] = field(default_factory=list)
     rotated: list[str] = field(default_factory=list)  # text of non-horizontal lines, appended at the end
     rtl: bool = False
     hidden: list[str] = field(default_factory=list)  # text drawn invisibly (white or tiny), see pdf._invisible
@@ -190,7 +190,7 @@ def page_paragraphs(page: Page, body: float, levels: dict[float, int]) -> list[t
             if header is not None:
                 if len(block.live) == 1:
                     continue
-                block = Block(block.live[:-1])
+                block = TextBlock(block.live[:-1])
         paragraphs = _block_paragraphs(block)
         for i, text in enumerate(paragraphs):
             runs_on = i == len(paragraphs) - 1 and header is None and _ends_full_line(block)
@@ -202,7 +202,7 @@ def page_paragraphs(page: Page, body: float, levels: dict[float, int]) -> list[t
     return [(text, level) for text, level, _ in out]
 
 
-def _ends_full_line(block: Block) -> bool:
+def _ends_full_line(block: TextBlock) -> bool:
     """A multi-line block whose last line runs to the right edge: its paragraph may go on elsewhere."""
     rows = block.live
     if len(rows) < 2:
@@ -211,7 +211,7 @@ def _ends_full_line(block: Block) -> bool:
     return rows[-1].x1 >= x1 - max(2 * rows[-1].size, 0.12 * (x1 - x0))
 
 
-def _block_paragraphs(block: Block) -> list[str]:
+def _block_paragraphs(block: TextBlock) -> list[str]:
     """A block's rows joined into paragraphs: lines joined with spaces, hyphenated words rejoined."""
     rows = block.live
     x0, _, x1, _ = block.bbox()
@@ -301,7 +301,7 @@ def body_font_size(pages: list[Page]) -> float:
     return sizes.most_common(1)[0][0] if sizes else 0.0
 
 
-def _is_font_heading(block: Block, body: float) -> bool:
+def _is_font_heading(block: TextBlock, body: float) -> bool:
     rows = block.live
     if not rows or len(rows) > 3 or body <= 0:
         return False
@@ -323,7 +323,7 @@ def font_heading_levels(pages: list[Page], body: float) -> dict[float, int]:
     return {size: min(i + 1, 6) for i, size in enumerate(sorted(sizes, reverse=True))}
 
 
-def _font_heading_level(block: Block, body: float, levels: dict[float, int]) -> int | None:
+def _font_heading_level(block: TextBlock, body: float, levels: dict[float, int]) -> int | None:
     if not levels or not _is_font_heading(block, body):
         return None
     return levels.get(round(min(r.size for r in block.live) * 2) / 2)

@@ -6,12 +6,12 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # _pdf_layout imports this module
-    from rag_core.ingest.loaders._pdf_layout import Block
+    from rag_core.ingest.loaders._pdf_layout import TextBlock
 
 MIN_GUTTER = 4.0  # points between two columns
 
 
-def reading_order(blocks: list[Block], rtl: bool) -> list[Block]:
+def reading_order(blocks: list[TextBlock], rtl: bool) -> list[TextBlock]:
     """Reading order: split into columns where a vertical gutter runs through a region, else into bands."""
     if len(blocks) <= 1:
         return list(blocks)
@@ -25,7 +25,7 @@ def reading_order(blocks: list[Block], rtl: bool) -> list[Block]:
         return _line_sort(blocks, rtl)
     # Consecutive bands that together still have a gutter are the same columns (their paragraph gaps
     # just happen to line up): keep them together so each column is read to its end.
-    groups: list[list[Block]] = [bands[0]]
+    groups: list[list[TextBlock]] = [bands[0]]
     for band in bands[1:]:
         merged = groups[-1] + band
         if _vertical_split(merged) is not None:
@@ -35,7 +35,7 @@ def reading_order(blocks: list[Block], rtl: bool) -> list[Block]:
     return [b for g in groups for b in reading_order(g, rtl)]
 
 
-def _vertical_split(blocks: list[Block]) -> tuple[list[Block], list[Block]] | None:
+def _vertical_split(blocks: list[TextBlock]) -> tuple[list[TextBlock], list[TextBlock]] | None:
     """The widest gutter (an x-range no block crosses) that leaves real text columns on both sides."""
     boxes = sorted(((b.bbox(), b) for b in blocks), key=lambda t: t[0][0])
     left_edge = boxes[0][0][0]
@@ -63,10 +63,10 @@ def _vertical_split(blocks: list[Block]) -> tuple[list[Block], list[Block]] | No
     return left, right
 
 
-def _bands(blocks: list[Block]) -> list[list[Block]]:
+def _bands(blocks: list[TextBlock]) -> list[list[TextBlock]]:
     """Horizontal bands separated by y-gaps that no block crosses."""
     items = sorted(blocks, key=lambda b: b.bbox()[1])
-    bands: list[list[Block]] = []
+    bands: list[list[TextBlock]] = []
     bottom = -math.inf
     for b in items:
         x0, y0, x1, y1 = b.bbox()
@@ -79,10 +79,10 @@ def _bands(blocks: list[Block]) -> list[list[Block]]:
     return bands
 
 
-def _line_sort(blocks: list[Block], rtl: bool) -> list[Block]:
+def _line_sort(blocks: list[TextBlock], rtl: bool) -> list[TextBlock]:
     """Blocks that overlap vertically form a line, read left to right (right to left for RTL pages)."""
     items = sorted(blocks, key=lambda b: b.bbox()[1])
-    lines: list[tuple[float, float, list[Block]]] = []
+    lines: list[tuple[float, float, list[TextBlock]]] = []
     for b in items:
         _, y0, _, y1 = b.bbox()
         if lines:
@@ -92,7 +92,7 @@ def _line_sort(blocks: list[Block], rtl: bool) -> list[Block]:
                 lines[-1] = (min(top, y0), max(bottom, y1), members + [b])
                 continue
         lines.append((y0, y1, [b]))
-    out: list[Block] = []
+    out: list[TextBlock] = []
     for _, _, members in lines:
         out.extend(sorted(members, key=lambda b: -b.bbox()[2] if rtl else b.bbox()[0]))
     return out

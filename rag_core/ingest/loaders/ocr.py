@@ -72,6 +72,11 @@ _COMMON_WORDS: dict[str, frozenset[str]] = {
 }
 #: A gap wider than this many font sizes between two words of an OCR line is a column gutter.
 GUTTER_EM = 1.0
+#: Two recognised lines this close (in font sizes) are lines of one block (see join_stacked_blocks); a wider gap is
+#: left to the layout analysis, which ends a paragraph past 0.9 sizes.
+JOIN_GAP_EM = 0.9
+#: A recognised line this much larger than the page's body text is a heading: never joined to the lines around it.
+HEADING_RATIO = 1.2
 _JUNK_RE = re.compile(r"[\W_]{1,2}")  # one or two marks: maybe specks of the scan
 _MIN_COMMON_SHARE = 0.05  # below this share of common words the sample is not text in that language
 
@@ -175,7 +180,34 @@ def split_at_gutters(raw: dict) -> dict:
                 bbox = (piece[0].x0, min(w.y0 for w in piece), piece[-1].x1, max(w.y1 for w in piece))
                 lines.append({"dir": line.get("dir", (1.0, 0.0)), "bbox": bbox, "spans": spans})
         blocks.append({"type": 0, "lines": lines})
-    return {"blocks": blocks}
+    return {"blocks": join_stacked_blocks(blocks)}
+
+
+def join_stacked_blocks(blocks: list[dict]) -> list[dict]:
+    """Recognised blocks joined again where one's first line sits right under the other's last: MuPDF starts a new
+    block for a line whose estimated size differs ("at dawn." has no tall letters), which cut a sentence into two
+    paragraphs. A block is joined to the one before when its first line starts under that block's last line (left
+    edges within two sizes), less than JOIN_GAP_EM sizes below it, and neither line is larger than the page's body
+    text (a heading keeps its own block)."""
+    sizes = sorted(float(s.get("size", 0.0)) for b in blocks for line in b["lines"] for s in line["spans"][:1])
+    body = sizes[len(sizes) // 2] if sizes else 0.0
+    out: list[dict] = []
+    for block in blocks:
+        prev = out[-1]["lines"][-1] if out and out[-1]["lines"] and block["lines"] else None
+        if prev is not None:
+            first = block["lines"][0]
+            (px0, _, px1, py1), (fx0, fy0, fx1, _) = prev["bbox"], first["bbox"]
+            size = max(_line_size(prev), _line_size(first), 1.0)
+            if (0 <= fy0 - py1 < JOIN_GAP_EM * size and abs(fx0 - px0) < 2 * size and fx0 < px1 and px0 < fx1
+                    and max(_line_size(prev), _line_size(first)) <= HEADING_RATIO * body):
+                out[-1] = {"type": 0, "lines": out[-1]["lines"] + block["lines"]}
+                continue
+        out.append(block)
+    return out
+
+
+def _line_size(line: dict) -> float:
+    return max((float(s.get("size", 0.0)) for s in line["spans"]), default=0.0)
 
 
 class _Word(NamedTuple):

@@ -22,7 +22,7 @@ from rag_core.ingest.loaders._isolated import run_isolated
 from rag_core.ingest.loaders._pdf_layout import (
     LETTER_RE,
     RTL_RE,
-    Block,
+    TextBlock,
     Line,
     Page,
     Row,
@@ -237,7 +237,7 @@ def _read_page(doc: pymupdf.Document, index: int, file_name: str,
             # OCR lines are Tesseract's own rows: their boxes overlap, so they are not merged by baseline
             rows = build_rows(column) if ocr is None else [r for line in column for r in build_rows([line])]
             if rows:
-                page.blocks.append(Block(rows))
+                page.blocks.append(TextBlock(rows))
     page.rtl = letters > 0 and rtl_chars > letters / 2
     return page
 

@@ -119,8 +119,9 @@ class Backend(Protocol):
     def search(self, searches: Sequence[Search], scope: Scope) -> list[list[Hit]]:
         """Run several searches in `scope` as one engine request; one ranked list per search, with payloads."""
 
-    def points(self, with_vectors: bool = True, batch: int = 256) -> Iterator[list[RawPoint]]:
-        """Every chunk point in batches (vectors empty when not asked for)."""
+    def points(self, with_vectors: bool = True, batch: int = 256, scope: Scope | None = None
+               ) -> Iterator[list[RawPoint]]:
+        """Every chunk point (in `scope`: None, all of them) in batches (vectors empty when not asked for)."""
 
     def set_sparse(self, vectors: Sequence[tuple[str, SparseVector]]) -> None:
         """Replace the lexical vectors of these points (dense vectors and payloads kept)."""

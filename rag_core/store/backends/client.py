@@ -179,13 +179,15 @@ class ClientBackend:
             res = self.client.query_batch_points(self.collection, requests=[_request(s, flt) for s in searches])
         return [[Hit(str(p.id), float(p.score), p.payload or {}) for p in r.points] for r in res]
 
-    def points(self, with_vectors: bool = True, batch: int = 256) -> Iterator[list[RawPoint]]:
-        """Every chunk point in batches."""
+    def points(self, with_vectors: bool = True, batch: int = 256, scope: Scope | None = None
+               ) -> Iterator[list[RawPoint]]:
+        """Every chunk point (in `scope`) in batches."""
         offset = None
+        flt = None if scope is None else scope_filter(scope)
         while True:
             with self._lock:
                 records, offset = self.client.scroll(self.collection, limit=batch, offset=offset, with_payload=True,
-                                                     with_vectors=with_vectors)
+                                                     with_vectors=with_vectors, scroll_filter=flt)
             out = base.raw_points(records)
             if out:
                 yield out

@@ -281,14 +281,16 @@ class EdgeBackend:
         batch = self.chunks.query_batch(qe.QueryBatchRequest([_request(s, flt) for s in searches]))
         return [[Hit(str(p.id), float(p.score), p.payload or {}) for p in hits] for hits in batch]
 
-    def points(self, with_vectors: bool = True, batch: int = 256) -> Iterator[list[RawPoint]]:
-        """Every chunk point in batches."""
+    def points(self, with_vectors: bool = True, batch: int = 256, scope: Scope | None = None
+               ) -> Iterator[list[RawPoint]]:
+        """Every chunk point (in `scope`) in batches."""
         if self._chunks is None:
             return
         offset: Any = None
+        flt = None if scope is None else scope_filter(scope)
         while True:
             records, offset = self._chunks.scroll(qe.ScrollRequest(offset=offset, limit=batch, with_payload=True,
-                                                                   with_vector=with_vectors))
+                                                                   with_vector=with_vectors, filter=flt))
             out = raw_points(records)
             if out:
                 yield out

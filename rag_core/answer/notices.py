@@ -1,0 +1,33 @@
+"""What an answer says about itself: the notices (one friendly sentence) and their technical details. Shared by the
+answer paths (rag_core.answer.generation re-exports them; rag_core.answer.library_answers reads them here, outside the
+generation package, which routes to it)."""
+from __future__ import annotations
+
+from typing import Any
+
+NOTICE_NO_LLM = ("Extractive answer: these are the most relevant sentences quoted from your documents; "
+                 "no language model was used.")
+NOTICE_NO_MODEL = ("Extractive answer: no language model is chosen, so these are the most relevant sentences quoted "
+                   "from your documents. Pick a model in Settings to get written answers.")
+NOTICE_FALLBACK = ("{error} Meanwhile, here are the most relevant sentences quoted from your documents "
+                   "(extractive answer).")
+NOTICE_NOT_RELEVANT = ("None of your documents seems to cover this question, so no answer was made up. "
+                       "Try rephrasing it, widen the document scope, or add a document that covers it.")
+NOTICE_EMPTY = "There are no documents to search yet. Add files on the Library page, then ask again."
+NOTICE_NOT_IN_SOURCES = ("The model found no answer in the retrieved passages, so it did not make one up. "
+                         "Try rephrasing the question, or add a document that covers it.")
+NOTICE_UNEXPECTED = ("Something unexpected went wrong while answering; nothing was changed in your library. "
+                     "Try again, and if it keeps happening, restart DocChat.")
+
+# The technical part of a notice (variable names, commands), kept apart in Answer.extra["details"]: the pages show it
+# in an expandable "Details", the CLI after the sentence.
+DETAILS_NO_MODEL = "Set DOCCHAT_OLLAMA_MODEL (for example llama3.2:3b) to choose the model that writes answers."
+DETAILS_EMPTY = "From a terminal: `docchat ingest FILE…` adds files to the library."
+
+NOTICE_CLOSEST = ("Closest passages — not a direct answer: no sentence of your documents clearly answers this, so "
+                  "these are the passages nearest to your question. Check whether they say what you asked.")
+
+
+def details_extra(text: str | None) -> dict[str, Any]:
+    """The `extra` entry for a notice's technical part (nothing when there is none)."""
+    return {"details": text} if text else {}
