@@ -22,10 +22,10 @@ from rag_core.ingest.loaders._isolated import run_isolated
 from rag_core.ingest.loaders._pdf_layout import (
     LETTER_RE,
     RTL_RE,
-    TextBlock,
     Line,
     Page,
     Row,
+    TextBlock,
     body_font_size,
     build_rows,
     clean_line,
