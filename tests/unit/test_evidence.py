@@ -251,3 +251,26 @@ def test_verifying_twice_gives_the_same_answer(embedder):
     assert [(c.n, c.status, c.evidence_start) for c in twice.citations] == \
         [(c.n, c.status, c.evidence_start) for c in once.citations] == [(1, ev.VERIFIED, 0), (3, ev.MATCHED, 34)]
     assert twice.sentences == once.sentences
+
+
+# --------------------------------------------------------------------------- table rows read with their header
+SHEET = ("Sheet: Budget\nItem | Budget (EUR) | Spent (EUR) | Notes\nStaff | 80,000 | 61,000 | Two researchers\n"
+         "Travel | 12,000 | 3,400 | Conferences and site visits\nEquipment | 9,500 | 9,100 | Laptops")
+
+
+def test_a_sentence_about_a_table_row_may_use_the_words_of_its_header(embedder):
+    """A row is read under its header (issue 25: sheets): "EUR" is in "Budget (EUR)", not in the Travel row, and a
+    sentence citing the row with it is backed; a number the row does not hold still is not."""
+    source = SourceMeta(file_name="budget.xlsx", title="Project budget", kind="xlsx", sha256="x")
+    chunk = Chunk(doc_id="b", index=0, text=SHEET, char_start=0, char_end=len(SHEET), page_start=None, page_end=None,
+                  heading_path=("Budget",), source=source)
+    passages = (Passage(chunk, 0.9),)
+    question = "What is the budget for travel?"
+
+    def check(text: str) -> str:
+        answer = Answer(text=text, mode="model", citations=(Citation(1, passages[0]),), passages=passages,
+                        question=question, standalone_question=question, context_passages=1)
+        return ev.verify_answer(answer, embedder).sentences[0].status
+
+    assert check("Of the travel budget of 12,000 EUR, 3,400 EUR was spent [1].") == ev.VERIFIED
+    assert check("Of the travel budget of 15,000 EUR, 3,400 EUR was spent [1].") != ev.VERIFIED

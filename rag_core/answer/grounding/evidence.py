@@ -95,8 +95,33 @@ class _Unit:
 
 
 def _units(text: str) -> list[_Unit]:
-    return [_Unit(s, e, content_terms(text[s:e]).words, bool(_ANAPHOR_RE.match(text[s:e])))
-            for s, e in split_sentences(text)]
+    """The passage's sentences; a table row (`cell | cell`) also holds the words of its table's header row, so "12,000
+    EUR" is backed by "Travel | 12,000" under "Item | Budget (EUR)"."""
+    headers = _row_headers(text)
+    units = []
+    for s, e in split_sentences(text):
+        terms = content_terms(text[s:e]).words
+        header = headers.get(text.rfind("\n", 0, s + 1) + 1)
+        if header:
+            terms |= content_terms(header).words
+        units.append(_Unit(s, e, terms, bool(_ANAPHOR_RE.match(text[s:e]))))
+    return units
+
+
+def _row_headers(text: str) -> dict[int, str]:
+    """Line start -> the header row of the table that line is a later row of (a table: consecutive `|` lines)."""
+    out: dict[int, str] = {}
+    header, start = "", 0
+    for line in text.split("\n"):
+        if " | " in line:
+            if header:
+                out[start] = header
+            else:
+                header = line
+        else:
+            header = ""
+        start += len(line) + 1
+    return out
 
 
 def _verbatim(claim: str, text: str) -> tuple[int, int] | None:
