@@ -43,21 +43,15 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-## Every test, in two tiers that run side by side; both always run, and `make test` fails when either fails. The unit,
-## page and integration tests on 2 worker processes (pytest-xdist; a module that builds a module-wide fixture stays on
-## one worker), shown as they run; beside them the browser tests in one process (one app per mode), which mostly wait
-## on the browser and the app, their output kept in $(E2E_LOG) and shown when both are done. Each tier lists its 25
-## slowest tests.
+## Every test, in two tiers; both always run, and `make test` fails when either fails. The unit, page and integration
+## tests on 2 worker processes (pytest-xdist; a module that builds a module-wide fixture stays on one worker), then the
+## browser tests in one process (one app per mode). Each tier lists its 25 slowest tests.
 PYTEST := $(PY) -m pytest -q --durations=25
-E2E_LOG := .pytest-browser.log
 
 test: $(VENV)/.installed-dev browser ocr
 	@status=0; \
-	echo "Browser tests (tests/e2e) run beside the others; their output follows at the end ($(E2E_LOG))."; \
-	$(PYTEST) tests/e2e > $(E2E_LOG) 2>&1 & browser=$$!; \
 	$(PYTEST) -n 2 --dist loadgroup tests/unit tests/ui tests/integration || status=1; \
-	wait $$browser || status=1; \
-	echo "== browser tests (tests/e2e) =="; cat $(E2E_LOG); \
+	$(PYTEST) tests/e2e || status=1; \
 	exit $$status
 
 bench: $(VENV)/.installed-dev
