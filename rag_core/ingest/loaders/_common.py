@@ -150,3 +150,15 @@ class HeadingStack:
             self._stack.pop()
         self._stack.append((level, title))
         return tuple(t for _, t in self._stack)
+
+
+def add_lines(lines: list[str], new: list[str]) -> None:
+    """Append `new` to `lines`, skipping an empty line at the start or right after another (Word and ODF tables)."""
+    for line in new:
+        if line or (lines and lines[-1]):
+            lines.append(line)
+
+
+def flatten_cell(item: str | list[str]) -> str:
+    """A table cell's items on one line: a nested table's rows as "a, b; c, d"."""
+    return item if isinstance(item, str) else "; ".join(line.replace(" | ", ", ") for line in item if line)

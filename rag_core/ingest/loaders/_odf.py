@@ -15,7 +15,9 @@ from lxml import etree
 
 from rag_core.core.deadline import Deadline
 from rag_core.ingest.loaders._blocks import Block, BlockKind
+from rag_core.ingest.loaders._common import add_lines as _add_lines
 from rag_core.ingest.loaders._common import clean_text, collapse_ws
+from rag_core.ingest.loaders._common import flatten_cell as _flatten
 
 log = logging.getLogger(__name__)
 
@@ -329,12 +331,3 @@ class BodyReader:
         return items
 
 
-def _add_lines(lines: list[str], new: list[str]) -> None:
-    """Append `new` to `lines`, skipping an empty line at the start or right after another."""
-    for line in new:
-        if line or (lines and lines[-1]):
-            lines.append(line)
-
-
-def _flatten(item: str | list[str]) -> str:
-    return item if isinstance(item, str) else "; ".join(line.replace(" | ", ", ") for line in item if line)

@@ -16,6 +16,8 @@ from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, NoText, UnsupportedFileType
 from rag_core.ingest.loaders._common import Extracted, HeadingStack, build_sections, clean_text, collapse_ws, file_stem
+from rag_core.ingest.loaders._common import add_lines as _add_lines
+from rag_core.ingest.loaders._common import flatten_cell as _flatten
 from rag_core.ingest.loaders._isolated import run_isolated
 
 log = logging.getLogger(__name__)
@@ -324,17 +326,6 @@ def _table_lines(tbl: etree._Element, document: docx.document.Document) -> list[
     while lines and not lines[-1]:
         lines.pop()
     return lines
-
-
-def _add_lines(lines: list[str], new: list[str]) -> None:
-    """Append `new` to `lines`, skipping an empty line at the start or right after another."""
-    for line in new:
-        if line or (lines and lines[-1]):
-            lines.append(line)
-
-
-def _flatten(item: str | list[str]) -> str:
-    return item if isinstance(item, str) else "; ".join(line.replace(" | ", ", ") for line in item if line)
 
 
 def _row_cells(tr: etree._Element, merged: bool = False) -> Iterator[etree._Element]:
