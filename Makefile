@@ -10,11 +10,16 @@ ADDRESS ?= 127.0.0.1
 .PHONY: run test lint install install-dev browser ocr bench clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
+	@# pip runs quietly (-q): without a word from us, a first `make run` showed nothing for ~3 minutes (issue 28).
+	@echo "Installing DocChat's packages into $(VENV) (PyTorch, Streamlit, Qdrant and the rest): the first time this"
+	@echo "takes about 3-5 minutes, most of it downloading. Later runs skip it until requirements.txt changes."
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --disable-pip-version-check -r requirements.txt
+	@echo "Installing DocChat itself (a few seconds)..."
 	$(PIP) install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@# Older DocChat installed fastembed, whose onnxruntime sends DNS queries from native code: remove it on upgrade.
 	$(PIP) uninstall -q -y --disable-pip-version-check fastembed onnxruntime 2>/dev/null || true
+	@echo "DocChat's packages are installed."
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
@@ -33,14 +38,18 @@ browser:
 ocr:
 	@sh scripts/ensure_tesseract.sh
 
+## The web app, as an installed DocChat starts it (`docchat app`, README): the project's Streamlit settings apply.
 run: $(VENV)/.installed ocr
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS)
+	$(VENV)/bin/docchat app --port $(PORT) --address $(ADDRESS)
 
 ## The lint and type gate: ruff (pyflakes, bugbear, isort, pyupgrade, simplify, blind except, unused noqa), mypy on
-## rag_core, and import-linter's layer contracts (.importlinter, docs/architecture.md).
+## rag_core (as on Linux, and as on macOS and Windows: no call that exists only on Linux; a cache of its own for each,
+## else each run invalidates the others'), and import-linter's layer contracts (.importlinter, docs/architecture.md).
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check rag_core ui pages app.py tests benchmarks deploy
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --platform darwin --cache-dir .mypy_cache/darwin
+	$(VENV)/bin/mypy --platform win32 --cache-dir .mypy_cache/win32
 	$(VENV)/bin/lint-imports
 
 ## Every test, in two tiers; both always run, and `make test` fails when either fails. The unit, page and integration

@@ -228,7 +228,8 @@ def summary(dockerfile: Path) -> dict:
 CLOUD_HEADER = """\
 # Streamlit Community Cloud: the repository's requirements.txt with torch as PyTorch's CPU-only wheel (on Linux,
 # PyPI's torch pulls ~3 GB of CUDA libraries). The wheel is for CPython 3.11 on x86-64 Linux: choose Python 3.11 in
-# the app's Advanced settings. Deploy from a branch where this file replaces requirements.txt (docs/deployment.md).
+# the app's Advanced settings. Deploy from main with the main file path deploy/streamlit-cloud/streamlit_app.py:
+# Community Cloud reads the dependency file beside the entry point before the root's (README, "Host the demo").
 # Generated: python -m deploy.image cloud-requirements > deploy/streamlit-cloud/requirements.txt
 """
 TORCH_CPU_WHEEL = "https://download.pytorch.org/whl/cpu/torch-{v}%2Bcpu-cp311-cp311-manylinux_2_28_x86_64.whl"

@@ -13,7 +13,7 @@ from rag_core.core.models import Step
 from rag_core.service import render
 from rag_core.service.workspace import Conversation, LiveAnswer, Workspace
 from ui import state
-from ui.conversation_list import show_past_conversations
+from ui.conversation_list import remember_deleted, show_past_conversations, show_undo
 from ui.navigation import require_app_entry
 from ui.safe import guarded
 from ui.sources import (
@@ -85,7 +85,7 @@ conv.turns = turns = st.session_state.setdefault(state.TURNS, conv.turns)  # the
 
 @st.cache_data(ttl=20, show_spinner=False)
 def _model_line(_ws: Workspace, settings_key: tuple, use_llm: bool) -> tuple[str, str] | None:
-    """Who writes the answers, in one calm sentence; cached for 20 s per Ollama address, key and model."""
+    """Who writes the answers, in one calm sentence; cached for 20 s per model server, key and model."""
     return _ws.model_line(use_llm)
 
 
@@ -168,6 +168,7 @@ def _rename() -> None:
 def _delete_current() -> None:
     _stop_live()
     store.delete(conv.id)
+    remember_deleted(conv)  # for this session: the sidebar's Undo writes it back as it was
     _open(Conversation())
 
 
@@ -175,6 +176,7 @@ def _conversations_sidebar() -> None:
     with st.sidebar:
         st.button("New conversation", icon=":material/add_comment:", on_click=_new_conversation,
                   disabled=not turns, width="stretch")
+        show_undo(store, lambda restored: (_stop_live(), _open(restored)))
         if turns:
             with guarded("this conversation's menu"), st.popover("This conversation", icon=":material/more_horiz:",
                                                                   width="stretch"):
@@ -352,8 +354,8 @@ if ws.hint and not turns:
 elif docs:
     with guarded("the model status line"):
         cfg = ws.settings
-        line = _model_line(ws, (cfg.ollama_host, cfg.ollama_model, cfg.ollama_api_key, ws.model_choice),
-                           prefs["use_llm"])
+        line = _model_line(ws, (cfg.chat_provider, cfg.chat_host, cfg.chat_model_name, cfg.ollama_api_key,
+                                cfg.openai_api_key, ws.model_choice), prefs["use_llm"])
         if line is not None:
             kind, text = line
             st.caption((":material/check_circle: " if kind == "ok" else ":material/info: ")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import PurePath
 
 import streamlit as st
 
@@ -187,9 +188,17 @@ def _repeated_titles(docs: list[DocumentInfo]) -> set[str]:
     return {t for t, n in counts.items() if n > 1}
 
 
+def _shows_file_name(doc: DocumentInfo, repeated: set[str]) -> bool:
+    """The row names the file too when the title is the document's own (people look for the file they added), and
+    when two documents share a title (two versions of one report); not for a Wikipedia article."""
+    title = " ".join(_title(doc).split()).casefold()
+    stem = PurePath(doc.file_name).stem.casefold() if doc.file_name else title
+    return doc.kind != "wikipedia" and bool(doc.file_name) and (title in repeated or title != stem)
+
+
 def _doc_row(doc: DocumentInfo, repeated: set[str]) -> None:
-    # Two documents with the same title (two versions of one report): the file name and the time added tell them apart.
-    file_name = doc.file_name if " ".join(_title(doc).split()).casefold() in repeated else ""
+    # The file name under the title; with the time added it tells apart two documents of the same title.
+    file_name = doc.file_name if _shows_file_name(doc, repeated) else ""
     with st.container(border=True):
         main, summarize, action = st.columns([7, 2, 1], vertical_alignment="center")
         with main:

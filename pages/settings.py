@@ -1,4 +1,5 @@
-"""Settings page: the language model (Ollama) and how answers are found. Changes last for this browser session."""
+"""Settings page: the language model (Ollama, or another OpenAI-compatible model server) and how answers are found.
+Changes last for this browser session."""
 from __future__ import annotations
 
 import streamlit as st
@@ -26,9 +27,53 @@ def _set_host() -> None:
     ui_state.set_override("ollama_host", value if value and value != base.ollama_host else None)
 
 
+PROVIDERS = {"ollama": "Ollama", "openai": "Another model server (OpenAI-compatible)"}
+SERVER_EXAMPLES = "LM Studio: http://localhost:1234/v1, llama.cpp: http://localhost:8080/v1, vLLM: http://localhost:8000/v1"
+
+
+def _choose(provider: str, model: str) -> None:
+    """Make `provider`'s `model` write the answers (no change kept when it is the default)."""
+    default = (base.chat_provider, base.chat_model_name)
+    if provider == "ollama" and base.chat_provider == "ollama":  # kept as DOCCHAT_OLLAMA_MODEL's override
+        ui_state.set_override("chat_model", None)
+        ui_state.set_override("ollama_model", None if model == base.chat_model_name else model)
+        return
+    ui_state.set_override("ollama_model", None)
+    ui_state.set_override("chat_model", None if (provider, model) == default else f"{provider}:{model}")
+
+
 def _set_model() -> None:
     value = st.session_state.get("set_model")
-    ui_state.set_override("ollama_model", value if value and value != base.ollama_model else None)
+    if value:
+        _choose("ollama", value)
+
+
+def _set_server_model() -> None:
+    value = st.session_state.get("set_server_model")
+    if value:
+        _choose("openai", value)
+
+
+def _set_provider() -> None:
+    provider = st.session_state.get("set_provider") or "ollama"
+    if provider == base.chat_provider:
+        _choose(provider, base.chat_model_name)
+    elif provider == "ollama":
+        _choose("ollama", settings.ollama_model)
+    else:
+        _choose("openai", "")  # the person picks one of the server's models next
+    for key in ("set_model", "set_server_model"):
+        st.session_state.pop(key, None)
+
+
+def _base_ollama_model() -> str:
+    """The Ollama model the settings name (DOCCHAT_CHAT_MODEL=ollama:…, else DOCCHAT_OLLAMA_MODEL)."""
+    return base.chat_model_name if base.chat_provider == "ollama" else base.ollama_model
+
+
+def _set_base_url() -> None:
+    value = (st.session_state.get("set_base_url") or "").strip().rstrip("/")
+    ui_state.set_override("openai_base_url", value if value and value != base.openai_base_url else None)
 
 
 def _set_use_llm() -> None:
@@ -51,11 +96,60 @@ def _fixed_model_section() -> None:
 
 
 def _local_model_section() -> None:
-    """Ollama: address, reachability, model choice and download."""
-    st.subheader("Language model (Ollama)")
-    st.markdown("DocChat can use a language model running in **Ollama** to write answers. Without it, DocChat "
-                "still works: it answers by quoting the most relevant sentences from your documents.")
+    """Which model server (Ollama or an OpenAI-compatible one), then its own section."""
+    st.subheader("Language model")
+    st.markdown("DocChat can use an AI language model on your computer (or a server you choose) to write answers. "
+                "Without it, DocChat still works: it answers by quoting the most relevant sentences from your "
+                "documents.")
     _use_llm_toggle("Write answers with the language model when it is available")
+    st.radio("Where the model runs", list(PROVIDERS), format_func=PROVIDERS.get, key="set_provider",
+             index=list(PROVIDERS).index(settings.chat_provider), on_change=_set_provider, horizontal=True,
+             help="Ollama is a free app that runs models on your computer. LM Studio, llama.cpp's server, vLLM and "
+                  "hosted services speak the OpenAI way: choose “Another model server” for them.")
+    if settings.chat_provider == "openai":
+        _server_section()
+    else:
+        _ollama_section()
+
+
+def _server_section() -> None:
+    """An OpenAI-compatible server: address, reachability, and the choice among its models."""
+    st.text_input("Server address", value=settings.openai_base_url or "", key="set_base_url",
+                  on_change=_set_base_url, placeholder="http://localhost:1234/v1",
+                  help=f"The address of the server's OpenAI-compatible API, usually ending in /v1 ({SERVER_EXAMPLES}). "
+                       "Empty: OpenAI's own service.")
+    with st.spinner("Checking the model server…"):
+        status = ws.model_status(settings)
+    if not status.reachable:
+        show_message(status.error or "DocChat cannot reach the model server.", "warning")
+        with st.container(border=True):
+            st.markdown("**How to turn on written answers**")
+            st.markdown("1. Start the model server (in LM Studio: start its local server).\n"
+                        "2. Enter its address above; it usually ends in /v1.\n"
+                        "3. Press **Check again**, then pick one of its models.")
+            st.caption("Until then, DocChat answers by quoting your documents.")
+        show_details(" ".join(filter(None, [status.details, f"Usual addresses: {SERVER_EXAMPLES}. A server that "
+                                            "needs a key gets it from OPENAI_API_KEY, set before DocChat starts."])))
+    else:
+        count = len(status.models)
+        st.success(f"The model server is running, with {count} model{'' if count == 1 else 's'}.",
+                   icon=":material/check_circle:")
+        model = settings.chat_model_name
+        chosen = model if model in status.models else None
+        if "set_server_model" not in st.session_state or st.session_state["set_server_model"] != chosen:
+            st.session_state["set_server_model"] = chosen  # (through the state: the browser's selector follows)
+        st.selectbox("Model", status.models, key="set_server_model", on_change=_set_server_model,
+                     placeholder="Pick the model that writes the answers")
+        if model and chosen is None:
+            show_message(f"The model server has no model called “{model}”. Pick one of its models.", "info")
+        elif not model:
+            show_message("Pick one of the server's models to get written answers.", "info")
+    if st.button("Check again", icon=":material/refresh:"):
+        st.rerun()
+
+
+def _ollama_section() -> None:
+    """Ollama: address, reachability, model choice and download."""
     st.text_input("Ollama address", value=settings.ollama_host, key="set_host", on_change=_set_host,
                   help="Where Ollama runs. The usual address on your own computer is http://localhost:11434.")
 
@@ -72,7 +166,7 @@ def _local_model_section() -> None:
         st.rerun()
     with st.form("pull", border=True):
         st.markdown("**Download a model**")
-        name = st.text_input("Model name", value=settings.ollama_model, key="pull_name",
+        name = st.text_input("Model name", value=settings.chat_model_name, key="pull_name",
                              help="A name from ollama.com/library, for example llama3.2:3b or qwen2.5:1.5b.")
         pull = st.form_submit_button("Download", icon=":material/download:")
     current = settings
@@ -80,7 +174,7 @@ def _local_model_section() -> None:
         current = ui_state.workspace().settings  # the downloaded model is now the chosen one
         status = ws.model_status(current)
     with head:
-        _model_choice(status, current.ollama_model)
+        _model_choice(status, current.chat_model_name)
 
 
 def _how_to_start(status: OllamaStatus) -> None:
@@ -91,10 +185,10 @@ def _how_to_start(status: OllamaStatus) -> None:
         st.markdown("1. Install Ollama from ollama.com and open it.\n"
                     "2. Come back here and press **Check again**.\n"
                     f"3. Download a model with the **Download** button that then appears (for example "
-                    f"{render.escape_markdown(base.ollama_model)}).")
+                    f"{render.escape_markdown(_base_ollama_model())}).")
         st.caption("Until then, DocChat answers by quoting your documents.")
     show_details(" ".join(filter(None, [status.details, "To download a model from a terminal: "
-                                        f"`ollama pull {base.ollama_model}`."])))
+                                        f"`ollama pull {_base_ollama_model()}`."])))
 
 
 def _model_choice(status: OllamaStatus, model: str) -> None:
@@ -127,7 +221,7 @@ def _pull(name: str) -> bool:
         return False
     st.success(f"“{render.escape_markdown(name)}” is ready and now writes the answers.",
                icon=":material/check_circle:")
-    ui_state.set_override("ollama_model", None if name == base.ollama_model else name)
+    _choose("ollama", name)
     st.session_state.pop("set_model", None)  # the model choice below then shows the new model
     return True
 
@@ -163,7 +257,8 @@ with guarded("the answer settings"):
 if st.button("Restore defaults", icon=":material/restart_alt:", type="tertiary"):
     st.session_state.pop(ui_state.OVERRIDES, None)
     st.session_state.pop(ui_state.PREFS, None)
-    for key in ("set_host", "set_model", "set_use_llm", "set_k", "set_scope", "scope_mode"):
+    for key in ("set_host", "set_model", "set_use_llm", "set_k", "set_scope", "scope_mode", "set_provider",
+                "set_base_url", "set_server_model"):
         st.session_state.pop(key, None)
     ui_state.save_choices()  # the saved choices go back to the defaults too (local: data/preferences.json)
     st.rerun()

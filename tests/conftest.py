@@ -6,6 +6,7 @@ import functools
 import logging
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,9 +74,10 @@ def cli(capsys, monkeypatch):
 
     real = embeddings_module.Embedder
 
-    def shared_model(name: str = embeddings_module.DEFAULT_EMBEDDING_MODEL, background: bool = False) -> Any:
+    def shared_model(name: str = embeddings_module.DEFAULT_EMBEDDING_MODEL, background: bool = False,
+                     lazy: bool = False) -> Any:
         model = shared_embedder(real)
-        return model if name == model.name else real(name, background=background)
+        return model if name == model.name else real(name, background=background, lazy=lazy)
 
     def run(*args: str, env: Mapping[str, str] | None = None, unset: Iterable[str] = ()) -> CliRun:
         capsys.readouterr()  # what the test printed before is not the command's output
@@ -135,3 +137,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return module if _runs_on_one_worker(config.rootpath / module) else nodeid
 
     return ModuleFixtureScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `-n 2` (make test), the modules holding `slow` tests are handed out first, most slow tests first, so the
+    run ends on short tests that fill both workers instead of one worker finishing a minute-long test while the
+    other waits (longest-first scheduling). Within a module the order is kept; without xdist nothing moves."""
+    if not config.getoption("numprocesses", default=None):
+        return
+    slow: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        slow[module] = slow.get(module, 0) + (item.get_closest_marker("slow") is not None)
+    position = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (-slow[item.nodeid.split("::")[0]], position[id(item)]))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked `linux_only("why")` (unshare, strace, loop-mounted disks, /proc) is skipped on macOS and Windows,
+    with its reason."""
+    mark = item.get_closest_marker("linux_only")
+    if mark is not None and not sys.platform.startswith("linux"):
+        pytest.skip(f"Linux only: {mark.args[0] if mark.args else 'uses Linux-only tools'}")

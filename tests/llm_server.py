@@ -12,7 +12,8 @@ downloaded. Load ~16-60 s and ~10-18 tokens/s on 2 cores, so use it for a few en
     with LLMServer() as srv:                     # loads the model once per process
         settings = Settings(ollama_host=srv.url, ollama_model=srv.model_name)
 
-Standalone (for the benchmark or manual tries):  .venv/bin/python tests/llm_server.py --port 11435
+Standalone (for the benchmark or manual tries), from the repository root:  .venv/bin/python -m tests.llm_server --port 11435
+(as a module: it imports its helpers as `tests.…`; `python tests/llm_server.py` cannot find them)
 """
 from __future__ import annotations
 
@@ -264,7 +265,8 @@ class _Handler(JSONHandler):
 
 def main() -> None:
     """Serve until interrupted."""
-    ap = argparse.ArgumentParser(description="Ollama-compatible server backed by SmolLM2-135M-Instruct")
+    ap = argparse.ArgumentParser(prog="python -m tests.llm_server",
+                                 description="Ollama-compatible server backed by SmolLM2-135M-Instruct")
     ap.add_argument("--port", type=int, default=11435)
     ap.add_argument("--model-name", default=MODEL_NAME)
     args = ap.parse_args()

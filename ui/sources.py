@@ -31,6 +31,8 @@ CLOSEST_BADGE = ("Closest passages — not a direct answer", ":material/travel_e
 UNSUPPORTED_NOTE = "This passage does not clearly say what the reply claims — check it yourself."
 PARTIAL_NOTE = ("This passage backs the highlighted part, but not every sentence that cites it: the marked sentence "
                 "of the reply is not in it.")
+WHOLE_PASSAGE = "Whole passage"
+WHOLE_PASSAGE_HELP = "Show the whole passage on its page (smaller) instead of the cited words enlarged."
 PAGE_FAILED = "This page could not be drawn. The quote above is the passage the reply cites."
 TURN_FAILED = "This earlier reply could not be shown. Ask the question again to see it."
 MATCHED_NOTE = "The reply did not cite this passage, but it backs what the reply says."
@@ -53,6 +55,7 @@ def escaped_stream(deltas: Iterable[str]) -> Iterator[str]:
 def show_reply(answer: Answer) -> None:
     """The reply text, visibly marked when it is a direct quote or a "not found", with its one-sentence notice;
     a sentence its cited passage does not back is marked, and the notice is then a warning."""
+    answer = render.shown_answer(answer)  # its [n] as the sources beside it are numbered: 1..n in the order shown
     badge = CLOSEST_BADGE if answer.mode == AnswerMode.QUOTES and answer.extra.get("closest") else MODE_BADGES.get(answer.mode)
     if badge:
         st.badge(badge[0], icon=badge[1], color=badge[2])
@@ -97,20 +100,21 @@ def _title_line(n: int | None, chunk: Chunk) -> str:
 
 @st.cache_data(max_entries=64, show_spinner="Drawing the page…")
 def _page_png(doc_id: str, chunk_text: str, page_start: int, page_end: int | None, evidence: str | None,
-              ocr: tuple, _pdf: bytes, _ws: Workspace) -> tuple[int, bytes] | None:
+              ocr: tuple, _pdf: bytes, _ws: Workspace, focus: bool = False) -> tuple[int, bytes] | None:
     # Keyed by doc_id: ids are fixed by content (and scoped to their owner in the demo), so one id is one file. The
     # caller has already checked that this session may see the document (Workspace.original).
     _ws.allow_page_render()  # only a real drawing counts (not a cached one, nor a rerun with the page still open)
-    return render.pdf_page_for(_pdf, chunk_text, page_start, page_end, evidence, ocr)
+    return render.pdf_page_for(_pdf, chunk_text, page_start, page_end, evidence, ocr, focus=focus)
 
 
-def _page_image(chunk: Chunk, evidence: str | None, ws: Workspace) -> tuple[int, bytes] | None:
-    """The rendered PDF page of a passage, read through this session's own view of its documents."""
+def _page_image(chunk: Chunk, evidence: str | None, ws: Workspace, focus: bool = False) -> tuple[int, bytes] | None:
+    """The rendered PDF page of a passage, read through this session's own view of its documents; with `focus`, cut
+    to the cited words and enlarged (readable on a phone)."""
     pdf = ws.original(chunk.doc_id)
     if pdf is None or not chunk.page_start:
         return None
     return _page_png(chunk.doc_id, chunk.text, chunk.page_start, chunk.page_end, evidence,
-                     render.ocr_options(ws.settings), _pdf=pdf, _ws=ws)
+                     render.ocr_options(ws.settings), _pdf=pdf, _ws=ws, focus=focus)
 
 
 def _evidence(c: Citation) -> str | None:
@@ -151,20 +155,24 @@ def show_citation(c: Citation, key: str, ws: Workspace) -> None:
             exp = st.expander("Show on the page", icon=":material/description:", key=key, on_change="rerun")
             with exp:
                 if exp.open:
-                    _show_page(c, ws)
+                    _show_page(c, ws, key)
 
 
-def _show_page(c: Citation, ws: Workspace) -> None:
-    """The page image inside its expander; a demo limit or a failure to draw it is one sentence."""
+def _show_page(c: Citation, ws: Workspace, key: str) -> None:
+    """The page image inside its expander: the cited words enlarged, so a phone's narrow screen can read them, or
+    the whole passage on its page ("Whole passage"); a demo limit or a failure to draw it is one sentence."""
     with guarded("a page image", PAGE_FAILED):
-        got = _page_image(c.passage.chunk, _evidence(c), ws)
+        evidence = _evidence(c)
+        focus = evidence is not None and not st.toggle(WHOLE_PASSAGE, key=f"whole_{key}", help=WHOLE_PASSAGE_HELP)
+        got = _page_image(c.passage.chunk, evidence, ws, focus)
         if got is None:
             st.caption("The page image is not available (the original file was not kept, or the page cannot be "
                        "drawn).")
         else:
             page, png = got
             where = render.page_name(c.passage.chunk.source.kind, page)  # "page 3", "slide 3"
-            st.image(png, caption=f"{where[:1].upper()}{where[1:]} — the passage is highlighted", width="stretch")
+            shown = "the cited words, enlarged" if focus else "the passage is highlighted"
+            st.image(png, caption=f"{where[:1].upper()}{where[1:]} — {shown}", width="stretch")
 
 
 def show_other_passages(passages: Iterable[Passage]) -> None:
@@ -191,7 +199,8 @@ def show_found_passages(passages: Iterable[Passage]) -> None:
 
 
 def show_sources(answer: Answer, key: str, ws: Workspace) -> None:
-    """The sources column beside a reply."""
+    """The sources column beside a reply, numbered 1..n in the order shown (render.shown_answer)."""
+    answer = render.shown_answer(answer)
     cited = {c.passage.chunk.point_id for c in answer.citations}
     others = [p for p in answer.passages if p.chunk.point_id not in cited]
     if answer.citations:

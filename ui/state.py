@@ -34,6 +34,7 @@ STARTUP_FAILED = ("DocChat could not open your document library. Restart DocChat
                   "reason is in the window or log where DocChat runs.")
 
 DEFAULT_PREFS: dict[str, Any] = {"use_llm": True, "scope_default": "all"}
+PREPARE_WAIT_S = 300.0  # the longest a page waits for the demo's samples before it shows what is ready
 
 
 def _secrets() -> dict | None:
@@ -120,20 +121,27 @@ def _release(rt: Runtime) -> None:
 def _runtime(key: tuple, _settings: Settings) -> Runtime:
     from rag_core.service.runtime import Runtime
 
-    return Runtime(_settings, embedder=_embedder(_settings.embedding_model))
+    # The demo's samples are added on a thread: the first visitor's page says so instead of waiting silently.
+    return Runtime(_settings, embedder=_embedder(_settings.embedding_model), samples_in_background=True)
 
 
 def runtime() -> Runtime:
-    """The runtime shared by every session of this server process (library, ingest queue, demo hub); a library
-    that cannot be opened stops the page with its one sentence (e.g. another DocChat already has it open)."""
+    """The runtime shared by every session of this server process (library, ingest queue, demo hub), once what
+    every visitor needs is ready (meanwhile the page says what is being prepared); a library that cannot be opened
+    stops the page with its one sentence (e.g. another DocChat already has it open)."""
     settings = base_settings()
     try:
-        return _runtime(runtime_key(settings), settings)
+        rt = _runtime(runtime_key(settings), settings)
     except DocChatError as e:
         _stop_with(str(e), e.details)
     except Exception:  # logged with its traceback; the page says one sentence
         log.exception("Could not open the document library")
         _stop_with(STARTUP_FAILED)
+    preparing = rt.preparing()
+    if preparing:
+        with st.spinner(preparing, show_time=True):
+            rt.wait_prepared(PREPARE_WAIT_S)  # then the page goes on with what is ready
+    return rt
 
 
 def _stop_with(sentence: str, details: str = "") -> NoReturn:

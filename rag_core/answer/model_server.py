@@ -1,14 +1,17 @@
-"""Talking to Ollama outside of answering: connection options, status for the Settings page, model pulls."""
+"""Talking to the model server outside of answering: connection options, status for the Settings page, model pulls
+(Ollama), and the user-facing sentence for each fault. The OpenAI-compatible side is in rag_core.answer.openai_compat."""
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 import ollama
 
+from rag_core.answer.server_status import CONNECT_TIMEOUT_S, STATUS_TIMEOUT_S, OllamaStatus, unreachable
 from rag_core.core.config import Settings
 from rag_core.core.errors import (
     LLMError,
@@ -19,12 +22,12 @@ from rag_core.core.errors import (
     OllamaRefused,
     OllamaUnavailable,
     StreamInterrupted,
+    WrongServer,
 )
 
 log = logging.getLogger(__name__)
+__all__ = ["CONNECT_TIMEOUT_S", "STATUS_TIMEOUT_S", "OllamaStatus", "unreachable"]  # re-exported: server_status.py
 
-CONNECT_TIMEOUT_S = 5.0  # a host that does not answer at all fails fast; reads wait llm_timeout_s
-STATUS_TIMEOUT_S = 5.0
 
 
 def client_kwargs(settings: Settings, read_timeout: float | None = None) -> dict[str, Any]:
@@ -42,9 +45,15 @@ def make_client(settings: Settings, read_timeout: float | None = None) -> ollama
 
 
 def translate_error(exc: BaseException, settings: Settings, model: str | None = None) -> LLMError:
-    """Map a transport or Ollama error to the user-facing LLMError that says what to do."""
+    """Map a transport or model-server error to the user-facing LLMError that says what to do."""
     if isinstance(exc, LLMError):
         return exc
+    if settings.chat_provider == "openai":
+        from rag_core.answer.openai_compat import translate_openai_error
+
+        return translate_openai_error(exc, settings, model)
+    if isinstance(exc, json.JSONDecodeError):  # an answer that is not Ollama's JSON: a web page, another server
+        return WrongServer(settings.ollama_host, "ollama")
     if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
         return LLMTimeout(settings.llm_timeout_s)
     if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError)):
@@ -60,23 +69,13 @@ def translate_error(exc: BaseException, settings: Settings, model: str | None = 
     return OllamaFailed(type(exc).__name__)
 
 
-@dataclass(frozen=True)
-class OllamaStatus:
-    """What the Settings page shows: can we reach Ollama, which models does it have, what is wrong."""
+def model_status(settings: Settings) -> OllamaStatus:
+    """Whether the chat model's server answers and which models it has (never raises)."""
+    if settings.chat_provider == "openai":
+        from rag_core.answer.openai_compat import openai_status
 
-    reachable: bool
-    models: list[str] = field(default_factory=list)
-    error: str | None = None  # one plain sentence
-    details: str | None = None  # the technical part (address, variable names), for an expandable "Details"
-
-    def has_model(self, name: str) -> bool:
-        """True when `name` is installed ("llama3.2" also matches "llama3.2:latest")."""
-        return self.installed_name(name) is not None
-
-    def installed_name(self, name: str) -> str | None:
-        """The installed model's name as Ollama lists it ("llama3.2" -> "llama3.2:latest"), or None."""
-        want = name if ":" in name else f"{name}:latest"
-        return next((m for m in self.models if m in (name, want)), None)
+        return openai_status(settings)
+    return ollama_status(settings)
 
 
 def ollama_status(settings: Settings) -> OllamaStatus:
@@ -84,10 +83,10 @@ def ollama_status(settings: Settings) -> OllamaStatus:
     client = make_client(settings, read_timeout=STATUS_TIMEOUT_S)
     try:
         listing = client.list()
-    except (httpx.HTTPError, ConnectionError, ollama.ResponseError) as e:
+    except (httpx.HTTPError, ConnectionError, ollama.ResponseError, ValueError) as e:  # ValueError: not JSON
         err = translate_error(e, settings)
         log.info("Ollama status at %s: %s (%s)", settings.ollama_host, type(e).__name__, e)
-        return OllamaStatus(reachable=False, models=[], error=str(err), details=err.details or None)
+        return unreachable(err, "ollama")
     finally:
         client.close()
     names = sorted({m.model for m in listing.models if m.model})

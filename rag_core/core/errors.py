@@ -31,7 +31,7 @@ __all__ = [  # every error, wherever it is defined
     "NotARegularFile", "TooManyPassages", "IngestTimedOut", "ScanTooLong", "IngestCancelled", "EncryptedFile",
     "CorruptFile", "NoTextLayer", "NoText", "EmbeddingModelMismatch", "LibraryBusy", "LibraryUpgradeFailed",
     "StoreUnavailable", "StorageError", "DiskFull", "DocumentNotFound", "ConversationUnreadable", "LLMError",
-    "OllamaUnavailable", "ModelNotPulled", "LLMTimeout", "StreamInterrupted", "LimitReached", "WikipediaError",
+    "OllamaUnavailable", "WrongServer", "ModelNotPulled", "LLMTimeout", "StreamInterrupted", "LimitReached", "WikipediaError",
     "OllamaRefused", "OllamaFailed", "ModelPullFailed", "WikipediaBadLanguage", "WikipediaBadTitle",
     "WikipediaPageMissing", "WikipediaUnreachable", "WikipediaTimeout", "WikipediaRateLimited",
     "WikipediaServerError", "WikipediaRequestRejected", "WikipediaBadResponse", "WikipediaTooSlow",
@@ -118,20 +118,48 @@ class LLMError(DocChatError):
 
 
 class OllamaUnavailable(LLMError):
-    def __init__(self, host: str) -> None:
+    """The model server (Ollama, or an OpenAI-compatible one: provider "openai") does not answer at all."""
+
+    short = "The AI model that writes answers is not available right now."  # said again with each quoted reply
+
+    def __init__(self, host: str, provider: str = "ollama") -> None:
+        where = ("Open the Ollama app or run `ollama serve`, or set OLLAMA_HOST to the address where it runs."
+                 if provider == "ollama" else
+                 "Start that server (LM Studio: its local server; llama.cpp: `llama-server`; vLLM: `vllm serve`), "
+                 "or set OPENAI_BASE_URL to the address where it runs.")
+        server = "Ollama" if provider == "ollama" else "an OpenAI-compatible model server"
         super().__init__(
-            "The language model (Ollama) is not running, or DocChat cannot reach it. Open the Ollama app, or check "
-            "the Ollama address in Settings, then try again.", host=host,
-            details=f"DocChat looked for Ollama at {host}. Start it with `ollama serve`, or set OLLAMA_HOST to the "
-                    "address where it runs.",
+            "The AI model that writes answers is not running, or DocChat cannot reach it. The Settings page shows "
+            "how to turn it on.", host=host, provider=provider,
+            details=f"DocChat looked for {server} at {host}. {where}",
         )
 
 
+class WrongServer(OllamaUnavailable):
+    """Something answers at the model's address, but not as a model server does (a web page, not JSON)."""
+
+    def __init__(self, host: str, provider: str = "ollama", answered: str = "a page that is not JSON") -> None:
+        api = "Ollama (/api/tags)" if provider == "ollama" else "an OpenAI-compatible server (/v1/models)"
+        LLMError.__init__(self, "The address set for the AI model belongs to something else: it answered, but "
+                                "not like a model server. Check the address in Settings.", host=host,
+                          provider=provider, answered=answered,
+                          details=f"{host} answered with {answered} instead of the JSON of {api}. "
+                                  + ("Ollama's usual address is http://localhost:11434 (OLLAMA_HOST)."
+                                     if provider == "ollama" else "OPENAI_BASE_URL usually ends in /v1, e.g. "
+                                     "http://localhost:1234/v1 for LM Studio."))
+
+
 class ModelNotPulled(LLMError):
-    def __init__(self, model: str) -> None:
-        super().__init__(f"The model “{model}” is not installed in Ollama yet. Download it on the Settings page, or "
-                         "pick another model there.", model=model,
-                         details=f"In a terminal: `ollama pull {model}`.")
+    def __init__(self, model: str, provider: str = "ollama") -> None:
+        if provider == "ollama":
+            super().__init__(f"The model “{model}” is not installed in Ollama yet. Download it on the Settings page, "
+                             "or pick another model there.", model=model, provider=provider,
+                             details=f"In a terminal: `ollama pull {model}`.")
+        else:
+            super().__init__(f"The model server has no model called “{model}”. Pick one of its models on the "
+                             "Settings page, or load that model in the server.", model=model, provider=provider,
+                             details=f"Set DOCCHAT_CHAT_MODEL=openai:<name> with a name the server lists at "
+                                     f"/v1/models (now openai:{model}).")
 
 
 class LLMTimeout(LLMError):
@@ -144,8 +172,9 @@ class LLMTimeout(LLMError):
 
 
 class StreamInterrupted(LLMError):
-    def __init__(self) -> None:
-        super().__init__("The connection to Ollama dropped while the answer was being written; the answer below is incomplete. Ask again to retry.")
+    def __init__(self, server: str = "Ollama") -> None:
+        super().__init__(f"The connection to {server} dropped while the answer was being written; the answer below "
+                         "is incomplete. Ask again to retry.", server=server)
 
 
 class LimitReached(DocChatError):
@@ -170,20 +199,21 @@ class WikipediaError(DocChatError):
 class OllamaRefused(OllamaUnavailable):
     """The Ollama host answered but refused the request (missing or wrong API key)."""
 
-    def __init__(self, host: str, status: int) -> None:
+    def __init__(self, host: str, status: int, provider: str = "ollama") -> None:
+        fix = ("Set OLLAMA_API_KEY to the key for that server, or point OLLAMA_HOST at your own Ollama."
+               if provider == "ollama" else "Set OPENAI_API_KEY to the key for that server.")
         LLMError.__init__(self, "The language model's server refused DocChat's request: it needs a valid access "
                                 "key. Ask whoever runs that server for the key, or use Ollama on your own computer.",
-                          host=host, status=status,
-                          details=f"{host} answered HTTP {status}. Set OLLAMA_API_KEY to the key for that server, or "
-                                  "point OLLAMA_HOST at your own Ollama.")
+                          host=host, status=status, provider=provider, details=f"{host} answered HTTP {status}. {fix}")
 
 
 class OllamaFailed(LLMError):
-    """Ollama answered with an error we have no better sentence for."""
+    """The model server answered with an error we have no better sentence for."""
 
-    def __init__(self, detail: str) -> None:
-        super().__init__("Ollama reported a problem. Try again; if it keeps happening, restart Ollama.", detail=detail,
-                         details=f"Ollama said: {detail[:200]}")
+    def __init__(self, detail: str, server: str = "Ollama") -> None:
+        name = server[:1].upper() + server[1:]  # "Ollama", "The model server"
+        super().__init__(f"{name} reported a problem. Try again; if it keeps happening, restart {server}.",
+                         detail=detail, server=server, details=f"{name} said: {detail[:200]}")
 
 
 class ModelPullFailed(LLMError):

@@ -8,12 +8,14 @@
 - `fsync_dir`: make a rename or a new file inside a folder durable (where the system can flush a folder).
 - `free_bytes`, `allocated_bytes`, `reserve_space`: disk space, without statvfs, st_blocks or posix_fallocate where
   the system does not have them.
+- `portable_name`, `reserved_on_windows`: file names that Windows accepts as well as macOS and Linux.
 """
 from __future__ import annotations
 
 import errno
 import logging
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -28,6 +30,12 @@ log = logging.getLogger(__name__)
 
 _BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
 _ZEROS = 1 << 20  # bytes written per step when space is reserved by writing
+# Device names Windows reserves in every folder, with any extension ("con.md", "COM¹.pdf"), in any case.
+_WINDOWS_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
+                              | {f"{port}{n}" for port in ("COM", "LPT") for n in "0123456789¹²³"})
+# Characters Windows refuses in a file name (and the folder separators of every system), control characters included.
+_WINDOWS_FORBIDDEN = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
+_MAX_NAME = 200  # characters: under every system's 255 (bytes on Linux, UTF-16 units on Windows) with room to spare
 
 
 class ExclusiveLock:
@@ -127,3 +135,23 @@ def reserve_space(fd: int, size: int) -> None:
         while done < size:
             done += os.write(fd, bytes(min(_ZEROS, size - done)))
     os.fsync(fd)
+
+
+def reserved_on_windows(name: str) -> bool:
+    """True when Windows refuses `name` as a file name whatever its extension (CON, NUL, COM1, LPT1, ...)."""
+    return name.split(".")[0].rstrip(" ").upper() in _WINDOWS_RESERVED
+
+
+def portable_name(name: str, fallback: str = "file") -> str:
+    """`name` as a file name that Windows, macOS and Linux all accept: the characters Windows refuses (`<>:"/\\|?*`,
+    control characters) become "-", no trailing dot or space, no reserved device name ("con.md" -> "con_.md"), at most
+    200 characters (the extension kept); `fallback` when nothing is left."""
+    name = _WINDOWS_FORBIDDEN.sub("-", name).strip(" ")
+    if len(name) > _MAX_NAME:
+        stem, dot, ext = name.rpartition(".")
+        name = stem[:_MAX_NAME - len(ext) - 1] + dot + ext if dot and 0 < len(ext) < 16 else name[:_MAX_NAME]
+    name = name.rstrip(". ") or fallback
+    if reserved_on_windows(name):
+        stem, dot, rest = name.partition(".")
+        name = f"{stem.rstrip(' ')}_{dot}{rest}"
+    return name

@@ -5,6 +5,8 @@ Open it in your PDF viewer, save a copy without a password, and upload that copy
 """
 from __future__ import annotations
 
+import sys
+
 from rag_core.core.error_base import DocChatError, duration
 from rag_core.core.formats import accepted_kinds
 
@@ -114,6 +116,21 @@ class CorruptFile(IngestError):
         )
 
 
+def tesseract_install_hint(languages: list[str] | None = None, platform: str | None = None) -> str:
+    """How to install Tesseract (or, with `languages`, its packs for those codes) on this system: Homebrew on macOS,
+    the UB Mannheim installer on Windows, apt elsewhere."""
+    platform = platform or sys.platform
+    if platform == "darwin":
+        return "`brew install tesseract tesseract-lang`" if languages else "`brew install tesseract`"
+    if platform == "win32":
+        if languages:
+            return "run the Tesseract installer again and tick them under “Additional language data”"
+        return "the UB Mannheim installer: `winget install UB-Mannheim.TesseractOCR`"
+    if languages:
+        return f"`apt-get install {' '.join(f'tesseract-ocr-{c}' for c in languages)}`"
+    return "`make ocr`, or `apt-get install tesseract-ocr tesseract-ocr-eng`"
+
+
 class NoTextLayer(IngestError):
     """A scan without a text layer that OCR could not read; `why` (rag_core.ingest.loaders.ocr) says what stopped it."""
 
@@ -125,14 +142,12 @@ class NoTextLayer(IngestError):
                 f"Turn OCR on (DOCCHAT_OCR=true) and add it again, {elsewhere}")
         elif why == "no-tesseract":
             problem, advice = "the file contains only scanned images, and OCR (Tesseract) is not installed here.", (
-                f"Install it (`make ocr`, or `apt-get install tesseract-ocr tesseract-ocr-eng`) and add it again, "
-                f"{elsewhere}")
+                f"Install it ({tesseract_install_hint()}) and add it again, {elsewhere}")
         elif why and why.startswith("no-language:"):
             codes = why.partition(":")[2].split("+")
-            packs = " ".join(f"tesseract-ocr-{c}" for c in codes)
             problem = f"the file contains only scanned images, and the OCR language pack “{'+'.join(codes)}” is missing."
-            advice = (f"Install it (`apt-get install {packs}`) or set DOCCHAT_OCR_LANGUAGE to an installed language, "
-                      f"{elsewhere}")
+            advice = (f"Install it ({tesseract_install_hint(codes)}) or set DOCCHAT_OCR_LANGUAGE to an installed "
+                      f"language, {elsewhere}")
         elif why == "failed":
             problem, advice = "the file contains only scanned images, and OCR could not read them here.", (
                 "Try a smaller or cleaner scan, or run it through other OCR software and upload the result.")

@@ -5,6 +5,7 @@ Kept apart from rag_core.demo.hub (the demo's rules) so that both stay small; no
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
@@ -32,12 +33,14 @@ SAMPLE_QUESTIONS = (
     "How many files can I add in the demo?",
     "When is my library deleted?",
 )
-_SERVER_HINTS = ("OLLAMA", "DOCCHAT_", "ollama serve", "ollama pull", "://", "Settings")
+_SERVER_HINTS = ("OLLAMA", "OPENAI_", "DOCCHAT_", "ollama serve", "ollama pull", "://", "Settings")
 
 
 def llm_mode(settings: Settings) -> str:
-    """"remote" when the demo has an Ollama host with an API key, else "extractive" (answers quote the documents)."""
-    return "remote" if settings.ollama_api_key and settings.ollama_host and settings.ollama_model else "extractive"
+    """"remote" when the demo has a model server with an API key (Ollama, or an OpenAI-compatible one through
+    DOCCHAT_CHAT_MODEL=openai:…), else "extractive" (answers quote the documents)."""
+    key = settings.openai_api_key if settings.chat_provider == "openai" else settings.ollama_api_key
+    return "remote" if key and settings.chat_host and settings.chat_model_name else "extractive"
 
 
 def demo_banner(settings: Settings) -> str:
@@ -46,7 +49,7 @@ def demo_banner(settings: Settings) -> str:
                f"over, and your files are deleted after {plural(settings.demo_session_idle_minutes, 'minute')} "
                "without activity. Please don't upload confidential documents.")
     if llm_mode(settings) == "remote":
-        return f"{privacy} Answers are written by the AI model {settings.ollama_model} on the demo's server."
+        return f"{privacy} Answers are written by the AI model {settings.chat_model_name} on the demo's server."
     return (f"{privacy} No AI model is connected to this demo, so answers quote the most relevant sentences from "
             "the documents (extractive mode).")
 
@@ -57,15 +60,30 @@ def _size(n: int) -> str:
 
 def usage_line(u: Usage, per_file_mb: int) -> str:
     """One sentence for the Library page: this visitor's use of their quota, their network's when other sessions
-    from the same address hold documents too, and whether the whole demo is full."""
-    network = ""
+    from the same address hold documents too (and when those are deleted), and whether the whole demo is full."""
+    network = others = ""
     if u.client_files > u.files:
         network = (f"; your network: {u.client_files} of {plural(u.max_client_files, 'document')}, "
                    f"{_size(u.client_bytes)} of {u.max_client_bytes // MB} MB")
+        others = _others_note(u.client_files - u.files, u.others_freed_in_s, u.idle_minutes)
     full = "; the demo is full right now, so new documents must wait" if u.demo_full else ""
     return (f"Your demo space: {u.files} of {plural(u.max_files, 'document')}, {_size(u.bytes)} of "
             f"{u.max_bytes // MB} MB used{network}; files up to {per_file_mb} MB each; "
-            f"{plural(u.max_questions_per_minute, 'question')} a minute{full}.")
+            f"{plural(u.max_questions_per_minute, 'question')} a minute{full}.{others}")
+
+
+def _others_note(n: int, freed_in_s: float | None, idle_minutes: int) -> str:
+    """Why the network's count is higher than this tab's, and when those documents stop counting."""
+    if freed_in_s is None:
+        return ""
+    soon = plural(max(1, math.ceil(freed_in_s / 60)), "minute")
+    if n == 1:
+        return (" Your network's count includes 1 document added in another browser tab (perhaps one closed or "
+                f"reloaded since); it is deleted {plural(idle_minutes, 'minute')} after that tab was last used: in "
+                f"about {soon} if it stays unused.")
+    return (f" Your network's count includes {n} documents added in other browser tabs (perhaps ones closed or "
+            f"reloaded since); each is deleted {plural(idle_minutes, 'minute')} after its tab was last used: the "
+            f"first in about {soon} if they stay unused.")
 
 
 def public_answer(answer: Answer) -> Answer:

@@ -30,7 +30,7 @@ from rag_core.core.errors import DemoTrouble, DocChatError, DocumentNotFound, Sa
 from rag_core.core.models import Answer, Document, DocumentInfo, IngestStatus, Passage, Progress
 from rag_core.demo.answers import DemoAnswerStream, llm_mode
 from rag_core.demo.quotas import Holdings, Ledger, Usage, visitors
-from rag_core.demo.samples import SAMPLES_DIR, sample_document, sample_files
+from rag_core.demo.samples import PREPARING_SAMPLES, SAMPLES_DIR, SAMPLES_STOP_WAIT_S, Preparation, load_shared
 from rag_core.ingest.loaders import load_bytes
 from rag_core.service.library import IngestResult, Library, scoped_doc_id
 from rag_core.sources.wikipedia import RefreshReport, WikiImportResult, import_article, refresh
@@ -74,6 +74,9 @@ class DemoHub:
         self._warned_no_address = False
         self._janitor: threading.Thread | None = None
         self._stop = threading.Event()
+        self._samples = Preparation("docchat-demo-samples")
+        self._stop_samples = threading.Event()  # set on close: the samples' preparation ends after its current file
+        self._samples_missing = False  # True while prepare_samples() adds samples to a library that has none
 
     # -- sessions ------------------------------------------------------------
     def session(self, session_id: str, client: str | None = None) -> SessionLibrary:
@@ -140,38 +143,37 @@ class DemoHub:
         self._janitor.start()
 
     def stop_janitor(self) -> None:
-        """Stop the cleanup thread."""
+        """Stop the cleanup thread (and the preparation of the samples, after the file it is adding)."""
         self._stop.set()
         if self._janitor is not None:
             self._janitor.join(timeout=5)
             self._janitor = None
+        self._stop_samples.set()
+        self._samples.join(SAMPLES_STOP_WAIT_S)
 
     # -- shared samples ------------------------------------------------------
-    def load_samples(self, folder: Path | None = None) -> list[IngestResult]:
+    def prepare_samples(self, folder: Path | None = None) -> None:
+        """Start `load_samples` on a background thread (idempotent): the server answers pages meanwhile, and they say
+        what is being prepared (`preparing()`) instead of waiting silently; after a restart with the samples already
+        in the library, pages use them at once while they are checked."""
+        self._samples_missing = not self.shared_documents()
+        self._stop_samples.clear()
+        self._samples.start(lambda: self.load_samples(folder, self._stop_samples))
+
+    def preparing(self) -> str | None:
+        """One plain sentence while the shared samples are being prepared; None once they are ready."""
+        return PREPARING_SAMPLES if self._samples_missing and self._samples.running else None
+
+    def wait_for_samples(self, timeout: float | None = None) -> bool:
+        """Wait until the shared samples are ready (True), or `timeout` seconds have passed (False)."""
+        return self._samples.wait(timeout)
+
+    def load_samples(self, folder: Path | None = None, stop: threading.Event | None = None) -> list[IngestResult]:
         """Make the shared library hold exactly the files of `folder` (default: the bundled samples/): add new ones,
-        keep unchanged ones, delete shared documents whose file is gone. Reads local files only, never the network."""
-        folder = Path(folder) if folder is not None else SAMPLES_DIR
-        files = sample_files(folder)
-        results, keep = [], set()
-        for path in files:
-            try:
-                data = path.read_bytes()
-                doc = sample_document(data, path.name, self.settings)
-            except DocChatError as e:
-                log.warning("Sample %s was not loaded: %s", path.name, e)
-                results.append(IngestResult(path.name, IngestStatus.FAILED, error=str(e)))
-                continue
-            keep.add(scoped_doc_id(doc.doc_id, SHARED_OWNER))  # the id Library.ingest_document gives it
-            try:
-                results.append(self.library.ingest_document(doc, owner=SHARED_OWNER, label=path.name, original=data))
-            except DocChatError as e:
-                log.warning("Sample %s was not loaded: %s", path.name, e)
-                results.append(IngestResult(path.name, IngestStatus.FAILED, error=str(e)))
-        for d in self.library.documents(owners=[SHARED_OWNER]):
-            if d.doc_id not in keep:
-                log.info("Removing sample %s (its file is gone)", d.title)
-                self.library.delete(d.doc_id, owners=[SHARED_OWNER])
-        return results
+        keep unchanged ones, delete shared documents whose file is gone (stopping after a file once `stop` is set).
+        Reads local files only, never the network."""
+        return load_shared(self.library, self.settings, SHARED_OWNER,
+                           Path(folder) if folder is not None else SAMPLES_DIR, stop)
 
     def shared_documents(self) -> list[DocumentInfo]:
         """The sample library."""
@@ -237,7 +239,7 @@ class SessionLibrary:
 
     def usage(self) -> Usage:
         """Files, bytes and questions used of this session's limits (and of its client's)."""
-        return self._hub.ledger.usage(self.session_id, self._hub.holdings())
+        return self._hub.ledger.usage(self.session_id, self._hub.holdings(), sweep_s=JANITOR_INTERVAL_S)
 
     def count_page_render(self) -> None:
         """Count one page image against the per-minute limits (LimitReached, one sentence, when one is reached)."""

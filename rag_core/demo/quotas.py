@@ -108,6 +108,10 @@ class Usage:
     client_bytes: int = 0
     max_client_bytes: int = 0
     demo_full: bool = False  # the whole demo holds as many documents (or bytes) as it may
+    # The network's documents held by its other sessions (other tabs, also closed or reloaded ones): when the first of
+    # them is deleted if its tab stays unused (seconds from now; None: there are none), and after how long unused.
+    others_freed_in_s: float | None = None
+    idle_minutes: int = 0
 
 
 def _rate_messages(kind: str, n: int, wait: int) -> tuple[str, str, str]:
@@ -301,8 +305,10 @@ class Ledger:
                 window.times.append(now)
 
     # -- the Library page -------------------------------------------------------------
-    def usage(self, session_id: str, holdings: Holdings) -> Usage:
-        """Files and bytes used of one session's limits (and its question limit), and of its client's."""
+    def usage(self, session_id: str, holdings: Holdings, sweep_s: float = 0.0) -> Usage:
+        """Files and bytes used of one session's limits (and its question limit), and of its client's, with when
+        the first document of the client's other sessions is deleted if they stay idle (plus `sweep_s`: how often
+        the clean-up looks)."""
         s = self.settings
         with self._lock:
             entry = self._sessions.get(session_id) or _Session(UNKNOWN_CLIENT, self.clock())
@@ -310,11 +316,14 @@ class Ledger:
             held = holdings.get(session_id, ())
             full = (self._total_files(holdings) >= s.demo_total_files
                     or self._bytes(self._sessions, holdings) >= s.demo_total_mb * MB)
+            idle_s = s.demo_session_idle_minutes * 60
+            ends = [e.last_seen + idle_s for sid, e in peers.items() if sid != session_id and holdings.get(sid)]
+            freed = max(0.0, min(ends) - self.clock()) + sweep_s if ends else None
             return Usage(len(held), s.demo_max_files_per_session, entry.used_bytes(held), s.demo_max_session_mb * MB,
                          s.demo_questions_per_minute,
                          sum(len(holdings.get(sid, ())) for sid in peers), s.demo_max_files_per_client,
                          sum(e.used_bytes(holdings.get(sid, ())) for sid, e in peers.items()),
-                         s.demo_max_client_mb * MB, full)
+                         s.demo_max_client_mb * MB, full, freed, s.demo_session_idle_minutes)
 
 
 def visitors(owners: Iterable[tuple[str | None, str]], shared: str) -> dict[str, set[str]]:

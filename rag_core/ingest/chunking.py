@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -233,8 +233,12 @@ def estimate(doc: Document, tok: Tokenizer, max_tokens: int = 200) -> Estimate:
     return Estimate(passages, tuple(w[:chunk_chars] for w, c in zip(windows, counts, strict=True) if c), sampled)
 
 
-def _pack(units: list[_Unit], budget: int, max_chars: int, overlap: int, deadline: Deadline) -> list[list[_Unit]]:
-    """Group units into chunks of <= budget tokens and <= max_chars characters, preferring paragraph ends."""
+def _pack(units: list[_Unit], budget: int, max_chars: int, overlap: int, deadline: Deadline,
+          page_at: Callable[[int], int | None] | None = None) -> list[list[_Unit]]:
+    """Group units into chunks of <= budget tokens and <= max_chars characters, preferring paragraph ends; a paragraph
+    that begins a new page (`page_at`: the page of an offset) begins a new chunk too, so a chunk's pages are those its
+    text is on (a table at the top of page 3 is not "pages 2-3" for the paragraph before it), unless what came before
+    is only a heading carried over to its body."""
     para_tokens: dict[int, int] = {}
     for u in units:
         para_tokens[u.para] = para_tokens.get(u.para, 0) + u.tokens
@@ -245,7 +249,11 @@ def _pack(units: list[_Unit], budget: int, max_chars: int, overlap: int, deadlin
         if not i % _COUNT_BATCH:
             deadline.check()
         new_para = bool(cur) and u.para != cur[-1].para
-        if new_para and size >= budget // 2 and size + para_tokens[u.para] > budget:
+        if (new_para and page_at is not None and any(c.para >= 0 for c in cur)
+                and page_at(u.start) != page_at(cur[-1].start)):
+            groups.append(cur)  # a paragraph on a new page: its own chunk
+            cur, size = [], 0
+        elif new_para and size >= budget // 2 and size + para_tokens[u.para] > budget:
             # Prefer a paragraph boundary once the chunk is half full and the next paragraph won't fit.
             groups.append(cur)
             cur, size = [], 0
@@ -299,10 +307,10 @@ def chunk_document(doc: Document, tok: Tokenizer, max_tokens: int = 200, overlap
             units, carry = carry, []
         elif carry:
             units, carry = carry + units, []
-        for g in _verified(doc, _pack(units, budget, max_chars, overlap, deadline), budget, tok):
+        for g in _verified(doc, _pack(units, budget, max_chars, overlap, deadline, doc.page_at), budget, tok):
             _emit(doc, g, chunks)
     if carry:
-        for g in _pack(carry, budget, max_chars, overlap, deadline):
+        for g in _pack(carry, budget, max_chars, overlap, deadline, doc.page_at):
             _emit(doc, g, chunks)
     return chunks
 

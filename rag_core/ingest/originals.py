@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rag_core.core.config import Settings
 from rag_core.core.errors import IngestError
-from rag_core.core.files import write_atomic
+from rag_core.core.files import reserved_on_windows, write_atomic
 from rag_core.core.safe_files import read_bytes
 
 log = logging.getLogger(__name__)
@@ -28,10 +28,11 @@ def originals_dir(settings: Settings) -> Path:
 
 
 def original_path(settings: Settings, doc_id: str) -> Path:
-    """Where the copy of document `doc_id` lives; ValueError for an id that is not a plain token."""
+    """Where the copy of document `doc_id` lives; ValueError for an id that is not a plain token. An id Windows
+    reserves as a device name ("con", "nul") is stored as "con~.pdf" ("~" is in no id, so no two ids meet)."""
     if not _SAFE_ID.match(doc_id or ""):
         raise ValueError(f"not a document id: {doc_id!r}")
-    return originals_dir(settings) / f"{doc_id}.pdf"
+    return originals_dir(settings) / (f"{doc_id}~.pdf" if reserved_on_windows(doc_id) else f"{doc_id}.pdf")
 
 
 def save_original(settings: Settings, doc_id: str, data: bytes, kind: str) -> Path | None:

@@ -1,20 +1,27 @@
-"""A saved conversation's data: the Conversation, the sidebar's lines, and their JSON form (answers with their
-citations, passages and sentence checks), read back defensively: a file of the wrong shape is a ValueError, never an
-AttributeError halfway through."""
+"""A saved conversation's data: the Conversation, the sidebar's lines (with when each was last used), their JSON form
+(answers with their citations, passages and sentence checks), read back defensively: a file of the wrong shape is a
+ValueError, never an AttributeError halfway through; and its Markdown export."""
 from __future__ import annotations
 
+import logging
 import re
 import time
 import uuid
 from dataclasses import asdict, dataclass, field, fields, replace
+from datetime import datetime, tzinfo
 from typing import Any
 
+from rag_core.answer.grounding.citations import renumbered
+from rag_core.core.files import portable_name
 from rag_core.core.models import Answer, AnswerMode, Chunk, Citation, CitationStatus, Passage, SentenceCheck, SourceMeta
+
+log = logging.getLogger(__name__)
 
 FORMAT = 1
 MAX_TITLE = 80
 ID_RE = re.compile(r"^[0-9a-f]{12,32}$")
 UNTITLED = "New conversation"
+WEEK_DAYS = 6  # a conversation used within this many days before today is labelled by its weekday
 KEPT_EXTRA = ("details", "closest")  # what of Answer.extra a saved conversation keeps (the notice's technical part,
 # and whether quotes were only the closest passages, for the reply's badge)
 
@@ -143,6 +150,46 @@ class Conversation:
     titled_by_user: bool = False
 
 
+def _zone(tz_name: str | None) -> tzinfo | None:
+    """The time zone named `tz_name` (the browser's, e.g. "Europe/Helsinki"); None (this computer's) when it is
+    missing or unknown here."""
+    if not tz_name:
+        return None
+    from zoneinfo import ZoneInfo
+
+    try:
+        return ZoneInfo(tz_name)
+    except (KeyError, ValueError, OSError) as e:  # ZoneInfoNotFoundError is a KeyError
+        log.debug("Unknown time zone %r: %s", tz_name, e)
+        return None
+
+
+def when_label(ts: float, now: float | None = None, tz_name: str | None = None) -> str:
+    """When a conversation was last used, short: today the time ("14:05"), yesterday "Yesterday", earlier this week
+    the weekday ("Tuesday"), before that the date ("3 Nov", with the year when it is not this year's); "" for no time."""
+    if not ts or ts <= 0:
+        return ""
+    zone = _zone(tz_name)
+    when = datetime.fromtimestamp(ts, zone)
+    today = datetime.fromtimestamp(time.time() if now is None else now, zone).date()
+    days = (today - when.date()).days
+    if days <= 0:
+        return f"{when:%H:%M}"
+    if days == 1:
+        return "Yesterday"
+    if days <= WEEK_DAYS:
+        return f"{when:%A}"
+    return f"{when.day} {when:%b}" + (f" {when.year}" if when.year != today.year else "")
+
+
+def full_when(ts: float, tz_name: str | None = None) -> str:
+    """The day and time in full, e.g. "Tuesday 2 Dec 2026, 14:05" ("" for no time)."""
+    if not ts or ts <= 0:
+        return ""
+    when = datetime.fromtimestamp(ts, _zone(tz_name))
+    return f"{when:%A} {when.day} {when:%b %Y, %H:%M}"
+
+
 @dataclass(frozen=True)
 class ConversationInfo:
     """One line of the sidebar's list of past conversations."""
@@ -151,6 +198,14 @@ class ConversationInfo:
     title: str
     updated: float
     questions: int  # (at least 1 for a file saved before the count was written into it, when it has turns)
+
+    def when(self, now: float | None = None, tz_name: str | None = None) -> str:
+        """When it was last used, short (see `when_label`): tells apart conversations with the same title."""
+        return when_label(self.updated, now, tz_name)
+
+    def when_in_full(self, tz_name: str | None = None) -> str:
+        """When it was last used, in full (a tooltip)."""
+        return full_when(self.updated, tz_name)
 
 
 @dataclass(frozen=True)
@@ -205,3 +260,72 @@ def from_json(d: dict[str, Any]) -> Conversation:
 def questions(conv: Conversation) -> int:
     """How many questions the conversation holds."""
     return sum(1 for t in conv.turns if t.get("role") == "user")
+
+
+# -- export ---------------------------------------------------------------------------------------------------
+def _quote(text: str, start: int | None, end: int | None, limit: int = 600) -> str:
+    if start is not None and end is not None and 0 <= start < end <= len(text):
+        text = text[start:end]
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def _plain(text: str) -> str:
+    """Untrusted text (a title, question, reply, document text) as Markdown that renders as exactly that text, its
+    lines kept: every ASCII punctuation character is backslash-escaped (render.escape_markdown), so no link, image,
+    HTML, emphasis, heading, list or Streamlit directive survives, and bare URLs are not auto-linked."""
+    from rag_core.service import render
+
+    return "\n".join(render.escape_markdown(line) for line in str(text).splitlines())
+
+
+def _source_line(n: int, c: Citation) -> list[str]:
+    from rag_core.service import render
+
+    chunk = c.passage.chunk
+    title = _plain(chunk.source.title or chunk.source.file_name or "Untitled")
+    where = render.location_label(chunk)
+    head = f"**[{n}]** {title}" + (f", {_plain(where)}" if where else "")
+    if chunk.source.file_name and chunk.source.kind != "wikipedia" and chunk.source.file_name != chunk.source.title:
+        head += f" ({_plain(chunk.source.file_name)})"
+    url = render.safe_source_url(chunk)
+    lines = [head + (f" — {url}" if url else "")]
+    status = {"verified": "checked: the quote backs the answer", "matched": "matched to the answer",
+              "unsupported": "not backed by this passage",
+              "flagged": "source contains instructions addressed to an AI"}.get(c.status)
+    quote = _plain(_quote(chunk.text, c.evidence_start, c.evidence_end))
+    lines.append(f"> {quote}" + (f"  \n> *({status})*" if status else ""))
+    return lines
+
+
+def file_name_for(title: str) -> str:
+    """A file name for a conversation's export that every system accepts."""
+    slug = re.sub(r"[^\w-]+", "-", title.lower(), flags=re.UNICODE).strip("-")[:60]
+    return portable_name(f"{slug or 'conversation'}.md")
+
+
+def export_markdown(conv: Conversation) -> str:
+    """The conversation as Markdown: each question, its answer, and numbered sources with quotes and links."""
+
+    out = [f"# {_plain(' '.join(str(conv.title).split())) or UNTITLED}",
+           "", f"*Exported from DocChat on {time.strftime('%Y-%m-%d %H:%M', time.localtime())}.*", ""]
+    for turn in conv.turns:
+        if turn.get("role") == "user":
+            out += [f"## {_plain(' '.join(str(turn.get('text', '')).split()))}", ""]
+            continue
+        answer = turn.get("answer")
+        if not isinstance(answer, Answer):
+            text = turn.get("error") or turn.get("text") or ""
+            out += [_plain(str(text)), ""]
+            continue
+        answer = renumbered(answer)  # numbered as the chat shows it
+        out += [_plain(answer.text), ""]
+        if answer.incomplete:
+            out += ["*(This answer was stopped before it finished.)*", ""]
+        if answer.notice:
+            out += [f"*{_plain(' '.join(answer.notice.split()))}*", ""]
+        if answer.citations:
+            out += ["**Sources**", ""]
+            for c in sorted(answer.citations, key=lambda c: c.n):
+                out += _source_line(c.n, c) + [""]
+    return "\n".join(out).rstrip() + "\n"

@@ -3,8 +3,9 @@
 Local mode keeps one JSON file per conversation under `<data dir>/conversations/` (written atomically, so a crash
 leaves the previous version); the hosted demo keeps them in memory with the browser session and forgets them with it.
 Every file there is read as untrusted: a regular file only, up to a limit, its shape checked (rag_core.core.safe_files);
-the sidebar's list reads only the head of the newest files. `export_markdown` turns a conversation into a file a
-person can send to a colleague, every text in it escaped so that rendering it shows text and fetches nothing.
+the sidebar's list reads only the head of the newest files. A deleted conversation can be put back (`restore`, the
+sidebar's Undo). `export_markdown` (in conversation_data) turns a conversation into a file a person can send to a
+colleague, every text in it escaped so that rendering it shows text and fetches nothing.
 """
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import json
 import logging
 import math
 import os
-import re
 import stat
 import threading
 import time
@@ -23,7 +23,6 @@ from typing import Any, Protocol
 
 from rag_core.core.errors import ConversationUnreadable
 from rag_core.core.files import write_atomic
-from rag_core.core.models import Answer, Citation
 from rag_core.core.safe_files import UnsafeFile, json_members_before, read_head, read_json
 from rag_core.service.conversation_data import (
     FORMAT,
@@ -39,6 +38,8 @@ from rag_core.service.conversation_data import (
 from rag_core.service.conversation_data import ID_RE as _ID
 from rag_core.service.conversation_data import answer_from_dict as answer_from_dict
 from rag_core.service.conversation_data import answer_to_dict as answer_to_dict
+from rag_core.service.conversation_data import export_markdown as export_markdown
+from rag_core.service.conversation_data import file_name_for as file_name_for
 from rag_core.service.conversation_data import new_id as new_id
 from rag_core.service.conversation_data import title_for as title_for
 
@@ -66,6 +67,8 @@ class Conversations(Protocol):
     def rename(self, conv_id: str, title: str) -> None: ...
 
     def delete(self, conv_id: str) -> None: ...
+
+    def restore(self, conv: Conversation) -> bool: ...
 
 
 def _info(conv: Conversation) -> ConversationInfo:
@@ -153,6 +156,14 @@ class MemoryConversations(_Renaming):
         """Forget a conversation."""
         with self._lock:
             self._items.pop(conv_id, None)
+
+    def restore(self, conv: Conversation) -> bool:
+        """Put back a deleted conversation as it was (its time of last use kept); False when one of its id exists."""
+        with self._lock:
+            if conv.id in self._items:
+                return False
+            self._items[conv.id] = to_json(conv)
+        return True
 
 
 class FileConversations(_Renaming):
@@ -283,6 +294,17 @@ class FileConversations(_Renaming):
         with self._lock:
             write_atomic(path, data)
 
+    def restore(self, conv: Conversation) -> bool:
+        """Write back a deleted conversation as it was (its time of last use kept, so it returns to its place in the
+        list); False when a file of its id exists (never overwritten); OSError when the disk fails."""
+        path = self._path(conv.id)
+        data = json.dumps(to_json(conv), ensure_ascii=False).encode("utf-8")
+        with self._lock:
+            if path.exists():
+                return False
+            write_atomic(path, data)
+        return True
+
     def delete(self, conv_id: str) -> None:
         """Delete a saved conversation."""
         if _ID.match(conv_id):
@@ -302,74 +324,6 @@ def _unreadable(path: Path, e: BaseException) -> ConversationUnreadable:
     else:
         reason = "it is damaged or not a DocChat conversation"
     return ConversationUnreadable(str(path), reason)
-
-
-# -- export ---------------------------------------------------------------------------------------------------
-def _quote(text: str, start: int | None, end: int | None, limit: int = 600) -> str:
-    if start is not None and end is not None and 0 <= start < end <= len(text):
-        text = text[start:end]
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
-
-
-def _plain(text: str) -> str:
-    """Untrusted text (a title, question, reply, document text) as Markdown that renders as exactly that text, its
-    lines kept: every ASCII punctuation character is backslash-escaped (render.escape_markdown), so no link, image,
-    HTML, emphasis, heading, list or Streamlit directive survives, and bare URLs are not auto-linked."""
-    from rag_core.service import render
-
-    return "\n".join(render.escape_markdown(line) for line in str(text).splitlines())
-
-
-def _source_line(n: int, c: Citation) -> list[str]:
-    from rag_core.service import render
-
-    chunk = c.passage.chunk
-    title = _plain(chunk.source.title or chunk.source.file_name or "Untitled")
-    where = render.location_label(chunk)
-    head = f"**[{n}]** {title}" + (f", {_plain(where)}" if where else "")
-    if chunk.source.file_name and chunk.source.kind != "wikipedia" and chunk.source.file_name != chunk.source.title:
-        head += f" ({_plain(chunk.source.file_name)})"
-    url = render.safe_source_url(chunk)
-    lines = [head + (f" — {url}" if url else "")]
-    status = {"verified": "checked: the quote backs the answer", "matched": "matched to the answer",
-              "unsupported": "not backed by this passage",
-              "flagged": "source contains instructions addressed to an AI"}.get(c.status)
-    quote = _plain(_quote(chunk.text, c.evidence_start, c.evidence_end))
-    lines.append(f"> {quote}" + (f"  \n> *({status})*" if status else ""))
-    return lines
-
-
-def file_name_for(title: str) -> str:
-    """A file name for a conversation's export that every system accepts."""
-    slug = re.sub(r"[^\w-]+", "-", title.lower(), flags=re.UNICODE).strip("-")[:60]
-    return f"{slug or 'conversation'}.md"
-
-
-def export_markdown(conv: Conversation) -> str:
-    """The conversation as Markdown: each question, its answer, and numbered sources with quotes and links."""
-
-    out = [f"# {_plain(' '.join(str(conv.title).split())) or UNTITLED}",
-           "", f"*Exported from DocChat on {time.strftime('%Y-%m-%d %H:%M', time.localtime())}.*", ""]
-    for turn in conv.turns:
-        if turn.get("role") == "user":
-            out += [f"## {_plain(' '.join(str(turn.get('text', '')).split()))}", ""]
-            continue
-        answer = turn.get("answer")
-        if not isinstance(answer, Answer):
-            text = turn.get("error") or turn.get("text") or ""
-            out += [_plain(str(text)), ""]
-            continue
-        out += [_plain(answer.text), ""]
-        if answer.incomplete:
-            out += ["*(This answer was stopped before it finished.)*", ""]
-        if answer.notice:
-            out += [f"*{_plain(' '.join(answer.notice.split()))}*", ""]
-        if answer.citations:
-            out += ["**Sources**", ""]
-            for c in sorted(answer.citations, key=lambda c: c.n):
-                out += _source_line(c.n, c) + [""]
-    return "\n".join(out).rstrip() + "\n"
 
 
 class SessionConversations:

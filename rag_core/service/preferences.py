@@ -19,7 +19,8 @@ from rag_core.service.conversations import lock_for
 
 log = logging.getLogger(__name__)
 
-SETTING_CHOICES = ("ollama_host", "ollama_model", "top_k")  # Settings fields a person may change on the page
+# Settings fields a person may change on the page
+SETTING_CHOICES = ("ollama_host", "ollama_model", "chat_model", "openai_base_url", "top_k")
 UI_CHOICES: dict[str, type] = {"use_llm": bool, "scope_default": str}
 SCOPES = ("all", "pick")
 MAX_BYTES = 64 * 1024

@@ -10,14 +10,16 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
+from rag_core.answer.grounding.citations import renumbered
 from rag_core.core.formats import FORMATS
 from rag_core.core.formats import location_label as location_label  # "slide 3 — Budget", "sheet Budget"
 from rag_core.core.formats import page_name as page_name  # "page 3", "slide 3"
 from rag_core.core.formats import pages_label as pages_label  # "3 pages", "12 slides"
-from rag_core.core.models import Chunk, DocKind
+from rag_core.core.models import Answer, Chunk, DocKind
 from rag_core.core.text import plural as plural  # for the pages: "1 page", "3 passages"
 from rag_core.core.text import sentences
 from rag_core.ingest.originals import KINDS_KEPT
+from rag_core.service.page_strips import STRIP_PT, one_wide_line, stacked_png
 
 if TYPE_CHECKING:  # PyMuPDF and Tesseract only when a page is drawn
     from rag_core.core.config import Settings
@@ -102,6 +104,12 @@ _LIST_ITEM = re.compile(r"^\s*(?:([-*•])|(\d{1,2})[.)])\s+(?=\S)")
 #: Shown after a sentence of a reply that its cited passage does not back (Streamlit's badge directive).
 UNBACKED_MARK = ":orange-badge[:material/warning: not backed by the cited passage]"
 _SLOT = "\ue000"  # a private-use character standing for UNBACKED_MARK while the reply is escaped
+
+
+def shown_answer(answer: Answer) -> Answer:
+    """The answer as a reader sees it (the chat, the export): its sources numbered 1..k in the order they are met,
+    the [n] markers of its text renumbered to match (rag_core.answer.grounding.citations.renumbered)."""
+    return renumbered(answer)
 
 
 def reply_markdown(text: str, marked: Iterable[tuple[int, int]] = ()) -> str:
@@ -206,6 +214,7 @@ def _needles(text: str, words: int = 8, min_chars: int = 4) -> list[str]:
 PASSAGE_COLOR = (1.0, 0.93, 0.55)  # light yellow: the whole passage
 EVIDENCE_COLOR = (1.0, 0.65, 0.2)  # orange: the cited sentence
 CROP_MARGIN_PT = 24
+FOCUS_WIDTH_PX, FOCUS_MAX_ZOOM = 1200, 5.0  # the evidence alone ("focus"): drawn this wide, enlarged at most 5x
 
 
 def _highlight(pg, needles: list[str], color: tuple[float, float, float], textpage: Any = None) -> list:
@@ -268,11 +277,12 @@ def ocr_options(settings: Settings) -> OcrOptions:
 
 
 def render_pdf_page(pdf: bytes, page: int, passage: str, evidence: str | None = None, zoom: float = 2.0,
-                    crop: bool = True, ocr: OcrOptions | None = None) -> bytes | None:
+                    crop: bool = True, ocr: OcrOptions | None = None, focus: bool = False) -> bytes | None:
     """PNG of page `page` (1-based) with the passage (light) and the evidence (strong) highlighted.
 
     Works on an in-memory copy of the PDF. With `crop`, the image is cut to the area around the highlights
-    (so a small passage is readable in a narrow column). A scanned page (no text layer) is recognised again with
+    (so a small passage is readable in a narrow column); with `focus` too, around the evidence only, drawn at least
+    FOCUS_WIDTH_PX wide, a wide line in stacked strips (rag_core.service.page_strips): readable on a phone. A scanned page (no text layer) is recognised again with
     `ocr` (default: English, 300 dpi, as the loader's defaults) to find the words. Returns None when the page
     cannot be drawn.
     """
@@ -289,22 +299,27 @@ def render_pdf_page(pdf: bytes, page: int, passage: str, evidence: str | None = 
         pg = doc[page - 1]
         textpage = _scan_textpage(pg, evidence or passage, ocr)
         rects = _highlight(pg, _needles(passage, min_chars=6), PASSAGE_COLOR, textpage)
-        if evidence:
-            rects += _highlight(pg, _needles(evidence), EVIDENCE_COLOR, textpage)
+        strong = _highlight(pg, _needles(evidence), EVIDENCE_COLOR, textpage) if evidence else []
+        focus, rects = focus and bool(strong), (strong if focus and strong else rects + strong)
         clip = None
         if crop and rects:
             box = pymupdf.Rect(rects[0])
             for r in rects[1:]:
                 box |= r
             full = pg.rect
-            if box.height < 0.7 * full.height:
+            if box.height < 0.7 * full.height or focus:
                 clip = pymupdf.Rect(max(full.x0, box.x0 - CROP_MARGIN_PT), max(full.y0, box.y0 - CROP_MARGIN_PT),
                                     min(full.x1, box.x1 + CROP_MARGIN_PT), min(full.y1, box.y1 + CROP_MARGIN_PT))
         area = (clip or pg.rect).width * (clip or pg.rect).height
         if area <= 0:
             return None
+        strips = focus and clip is not None and one_wide_line(clip, box)  # a wide line: in strips, one under another
+        if focus and clip is not None:  # the cited words enlarged: readable on a phone
+            zoom = max(zoom, min(FOCUS_MAX_ZOOM, FOCUS_WIDTH_PX / max(STRIP_PT if strips else clip.width, 1.0)))
         zoom = min(zoom, math.sqrt(MAX_PAGE_PIXELS / area))  # a huge page is drawn smaller, never bigger than the cap
         try:
+            if strips:
+                return stacked_png(doc, page - 1, clip, zoom)
             return pg.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True, clip=clip).tobytes("png")
         except Exception as e:  # noqa: BLE001 - MuPDF raises its own kinds on hostile pages: no image, one log line
             log.warning("Cannot draw page %d: %s", page, type(e).__name__)
@@ -314,8 +329,10 @@ def render_pdf_page(pdf: bytes, page: int, passage: str, evidence: str | None = 
 
 
 def pdf_page_for(pdf: bytes, text: str, page_start: int | None, page_end: int | None = None,
-                 evidence: str | None = None, ocr: OcrOptions | None = None) -> tuple[int, bytes] | None:
-    """Render the page of a passage (the one holding its evidence when it spans pages) with it highlighted.
+                 evidence: str | None = None, ocr: OcrOptions | None = None,
+                 focus: bool = False) -> tuple[int, bytes] | None:
+    """Render the page of a passage (the one holding its evidence when it spans pages) with it highlighted (with
+    `focus`: cut to the evidence and enlarged, see render_pdf_page).
 
     Returns (page number, PNG bytes), or None when the passage has no page or the PDF cannot be drawn.
     """
@@ -338,7 +355,7 @@ def pdf_page_for(pdf: bytes, text: str, page_start: int | None, page_end: int | 
             return None
         if hits and max(hits.values()) > 0:
             page = max(hits, key=lambda p: (hits[p], -p))
-    png = render_pdf_page(pdf, page, text, evidence, ocr=ocr)
+    png = render_pdf_page(pdf, page, text, evidence, ocr=ocr, focus=focus)
     return (page, png) if png else None
 
 

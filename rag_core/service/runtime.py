@@ -55,7 +55,10 @@ def runtime_key(settings: Settings) -> tuple:
 class Runtime:
     """What one server process shares between browser sessions: the library, the ingest queue and (demo) the hub."""
 
-    def __init__(self, settings: Settings, embedder: Embedder | None = None, load_samples: bool = True) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, load_samples: bool = True,
+                 samples_in_background: bool = False) -> None:
+        """Open the library; in the demo, add the shared samples now, or (`samples_in_background`, the app) on a
+        thread while pages are served (`preparing()` says so meanwhile)."""
         from rag_core.service.library import Library
 
         self.settings = settings
@@ -67,9 +70,19 @@ class Runtime:
             from rag_core.demo.hub import DemoHub
 
             self.hub = DemoHub(self.library, settings)
-            if load_samples:
+            if load_samples and samples_in_background:
+                self.hub.prepare_samples()
+            elif load_samples:
                 self.hub.load_samples()
             self.hub.start_janitor()
+
+    def preparing(self) -> str | None:
+        """One plain sentence while something every visitor needs is still being prepared (the demo's samples)."""
+        return self.hub.preparing() if self.hub is not None else None
+
+    def wait_prepared(self, timeout: float | None = None) -> bool:
+        """Wait until what `preparing()` names is ready (True), or `timeout` seconds have passed (False)."""
+        return self.hub.wait_for_samples(timeout) if self.hub is not None else True
 
     def new_session_key(self) -> str:
         """A fresh, unguessable id for one browser session (the demo keys its private library by it)."""

@@ -42,7 +42,9 @@ __all__ = ["Conversation", "JobView", "Limits", "Listing", "LiveAnswer", "LocalW
            "OllamaStatus", "PullProgress", "RefreshReport", "WikiImportResult", "Workspace"]
 
 OVERRIDABLE = SETTING_CHOICES  # what the Settings page may change for one session
-SERVER_ONLY = ("ollama_host", "ollama_model")  # in the hosted demo only the server decides these
+# in the hosted demo only the server decides these
+SERVER_ONLY = ("ollama_host", "ollama_model", "chat_model", "openai_base_url")
+MODEL_OFF = "The AI model that writes answers is not running, or DocChat cannot reach it."  # the chat's model line
 
 
 class AnswerStreamLike(Protocol):
@@ -192,10 +194,11 @@ class Workspace:
 
     # -- the language model -------------------------------------------------------------
     def model_status(self, settings: Settings | None = None) -> OllamaStatus:
-        """Whether the model server answers and which models it has (never raises)."""
-        from rag_core.answer.model_server import ollama_status
+        """Whether the model server (Ollama or an OpenAI-compatible one) answers and which models it has (never
+        raises)."""
+        from rag_core.answer.model_server import model_status
 
-        return ollama_status(settings or self.settings)
+        return model_status(settings or self.settings)
 
     def pull_model(self, name: str, settings: Settings | None = None) -> Iterable[PullProgress]:
         """Download a model into the model server, yielding progress (an LLMError on failure)."""
@@ -217,16 +220,20 @@ class Workspace:
 
     def model_line(self, use_llm: bool) -> tuple[str, str] | None:
         """("ok"|"warn", one calm sentence about who writes the answers), or None when the banner says it."""
-        model = self.settings.ollama_model
+        model = self.settings.chat_model_name
         if not use_llm:
             return "ok", "Answers quote your documents directly (the language model is switched off in Settings)."
         status = self.model_status()
         if not status.reachable:
-            return "warn", ("The language model (Ollama) is not running, so answers quote your documents directly. "
-                            "See Settings to set it up.")
+            return "warn", (f"{MODEL_OFF} Meanwhile, answers quote your documents directly. The Settings page "
+                            "shows how to turn it on.")
+        if not model:
+            return "warn", "No model is chosen yet, so answers quote your documents directly. Pick one in Settings."
         if not status.has_model(model):
-            return "warn", (f"The model “{model}” is not installed in Ollama yet, so answers quote your documents "
-                            "directly. You can download it in Settings.")
+            where = "installed in Ollama yet" if status.provider == "ollama" else "offered by the model server"
+            fix = ("You can download it in Settings." if status.provider == "ollama"
+                   else "Pick one of its models in Settings.")
+            return "warn", f"The model “{model}” is not {where}, so answers quote your documents directly. {fix}"
         return "ok", f"Answers are written by {model} from your documents, with sources beside each reply."
 
 

@@ -1,6 +1,7 @@
 """The one embedding module: the same model (and tokenizer) for indexing, queries and chunk budgets."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import gc
 import logging
@@ -21,7 +22,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
-from langchain_qdrant import SparseEmbeddings, SparseVector
 
 from rag_core.core.config import DEFAULT_EMBEDDING_MODEL
 from rag_core.core.errors import DocChatError
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 BATCH_SIZE = 32
 # Bump when LexicalEncoder changes what it emits: stored sparse vectors must come from the same encoder
-# (a library stamped with another version is re-encoded on open, see rag_core.store.vector_store.Store._reencode_lexical).
+# (a library stamped with another version is re-encoded on open: rag_core.store.lexical.reencode_stored).
 LEXICAL_VERSION = "qdrant-bm25-english-nostop-1"
 LEXICAL_LANGUAGE = "english"  # Snowball stemmer of Qdrant's Bm25 (its stop-word list is switched off)
 # Questions served in a row while an upload's batch waits for the model; then the batch runs (so questions asked
@@ -147,22 +147,26 @@ class Embedder(Embeddings):
     """A LangChain Embeddings over a sentence-transformers model on the CPU: normalised vectors, its own tokenizer.
 
     With `background=True` the model loads on a thread (a few seconds: torch and the weights) while the caller goes
-    on; the first call that needs it waits. The app uses this to paint and list the library at once.
+    on; the first call that needs it waits. The app uses this to paint and list the library at once. With `lazy=True`
+    it loads only when a call first needs it (vectors or tokens), on that call's thread: the command line lists,
+    deletes and upgrades a library without loading torch at all (issue 28: `docchat list` took ~15 s).
     """
 
-    def __init__(self, name: str = DEFAULT_EMBEDDING_MODEL, background: bool = False) -> None:
+    def __init__(self, name: str = DEFAULT_EMBEDDING_MODEL, background: bool = False, lazy: bool = False) -> None:
         self.name = name
         self.path = resolve_model_path(name)
         self._dim, self._max_seq_length = model_shape(self.path)
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self._lazy = lazy and not background
+        self._load_lock = threading.Lock()  # one first-use load at a time
         # torch inference is thread-safe enough, but two big batches at once only thrash 2 cores. Handed over in
         # turn, questions first: a question waits for at most the one upload batch in progress, never the upload.
         self._lock = FairLock()
         self._counter_lock = threading.Lock()
         if background:
             threading.Thread(target=self._load_logged, name="docchat-embedding-model", daemon=True).start()
-        else:
+        elif not lazy:
             self._load()
 
     def _load(self) -> None:
@@ -204,7 +208,12 @@ class Embedder(Embeddings):
         return self._ready.is_set()
 
     def wait(self) -> None:
-        """Block until the model is loaded; re-raise what stopped it loading."""
+        """Block until the model is loaded (a `lazy` one loads now); re-raise what stopped it loading."""
+        if self._lazy and not self._ready.is_set():
+            with self._load_lock:
+                if not self._ready.is_set():
+                    with contextlib.suppress(Exception):  # kept in self._error and raised below as one sentence
+                        self._load()
         self._ready.wait()
         if self._error is not None:
             if isinstance(self._error, DocChatError):
@@ -265,44 +274,18 @@ class Embedder(Embeddings):
         self.wait()
         with self._counter_lock:
             enc = self._counter(text, add_special_tokens=False, return_offsets_mapping=True,
-                                return_attention_mask=False, return_token_type_ids=False)
+                                return_attention_mask=False, return_token_type_ids=False, verbose=False)
         return [tuple(o) for o in enc["offset_mapping"]]
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
-        """Word-piece ids per text (no special tokens)."""
+        """Word-piece ids per text (no special tokens). Texts longer than the model reads are counted on purpose (to
+        be cut), never run through it: verbose=False keeps transformers' "Token indices sequence length is longer
+        than the specified maximum … will result in indexing errors" out of the terminal (issue 28)."""
         if not texts:
             return []
         self.wait()
         with self._counter_lock:
             enc = self._counter(list(texts), add_special_tokens=False, return_attention_mask=False,
-                                return_token_type_ids=False)
+                                return_token_type_ids=False, verbose=False)
         return enc["input_ids"]
 
-
-class LexicalEncoder(SparseEmbeddings):
-    """BM25 term weights from Qdrant's own Bm25 (qdrant-edge-py): lower-cased words, Snowball stems, TF saturation
-    and length norm; Qdrant adds the IDF. No stop-word list: IDF already discounts common words, and dropping them
-    cost XQuAD 0.8 points of Recall@1 (docs/retrieval.md).
-
-    Documents get BM25's term-frequency part; a query gets weight 1 per distinct term. The sparse vector is stored
-    with Qdrant's IDF modifier, so the score is BM25 - the same in Qdrant Edge and on a Qdrant server. Native code,
-    no model files, nothing downloaded; safe to call from many threads.
-    """
-
-    def __init__(self, language: str = LEXICAL_LANGUAGE) -> None:
-        from qdrant_edge import Bm25, Bm25Config, StopwordsSet
-
-        self._bm25 = Bm25(Bm25Config(language=language, stopwords=StopwordsSet(custom=set())))
-
-    @staticmethod
-    def _convert(emb) -> SparseVector:
-        pairs = sorted(zip(emb.indices, emb.values, strict=True))
-        return SparseVector.model_construct(indices=[i for i, _ in pairs], values=[v for _, v in pairs])
-
-    def embed_documents(self, texts: list[str]) -> list[SparseVector]:
-        """Sparse vectors for passages."""
-        return [self._convert(self._bm25.embed_document(t)) for t in texts]
-
-    def embed_query(self, text: str) -> SparseVector:
-        """Sparse vector for a query (no terms when it has no searchable word)."""
-        return self._convert(self._bm25.embed_query(text))

@@ -23,17 +23,19 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, LibraryBusy, LibraryUpgradeFailed
 from rag_core.core.files import ExclusiveLock, exclusive_lock, fsync_dir
 from rag_core.core.models import Progress
 from rag_core.store.backends import COMPLETE, CONTENT_KEY, DENSE, METADATA_KEY, PENDING, RawPoint, edge_path
-from rag_core.store.backends.client import ClientBackend
 from rag_core.store.backends.edge import EdgeBackend
 from rag_core.store.embeddings import LEXICAL_VERSION, Embedder
 from rag_core.store.vector_store import Store, chunk_from_payload, chunk_metadata, now_iso
+
+if TYPE_CHECKING:  # pragma: no cover - the server backend (qdrant-client, seconds to import) only when migrating
+    from rag_core.store.backends.client import ClientBackend
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +174,8 @@ def _check_model(settings: Settings, client: Any, embedder: Embedder) -> dict[st
 
 def _copy(client: Any, store: Store, collection: str, progress: Progress | None) -> tuple[int, int]:
     """Write the complete documents' points (lexical vectors re-encoded) and registry entries; (documents, points)."""
+    from rag_core.store.backends.client import ClientBackend
+
     old = ClientBackend(client, collection, serialize=False)  # the old layout is the server backend's layout
     complete = [e for e in old.entries(COMPLETE) if e.get("doc_id")]
     unfinished = len(old.entries(PENDING))

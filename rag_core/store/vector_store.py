@@ -22,16 +22,14 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
-
-from langchain_qdrant import SparseVector
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from rag_core.core.config import Settings
 from rag_core.core.errors import DiskFull, DocChatError, DocumentNotFound, EmbeddingModelMismatch
 from rag_core.core.models import Chunk, DocumentInfo, Passage, Progress, SourceMeta
 from rag_core.store.backends import (
     COMPLETE,
-    CONTENT_KEY,
     DELETING,
     METADATA_KEY,
     PENDING,
@@ -56,7 +54,10 @@ from rag_core.store.backends.layout import (  # noqa: F401 - chunk_from_payload,
     passage_from_hit,
     payload_document,
 )
-from rag_core.store.embeddings import LEXICAL_VERSION, Embedder, LexicalEncoder
+from rag_core.store.embeddings import LEXICAL_VERSION, Embedder
+
+if TYPE_CHECKING:  # pragma: no cover - loaded when first used: langchain-qdrant takes seconds to import (issue 28)
+    from rag_core.store.lexical import LexicalEncoder, SparseVector
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,6 @@ class Store:
         self.backend = backend
         self.settings = settings
         self.embedder = embedder
-        self.lexical = LexicalEncoder()
         self.collection = settings.collection
         self._lock = threading.RLock()  # writes only: add/delete are multi-step sequences
         self._unfinished: set[str] = set()  # adds / deletes not finished or undone (a full disk): retried on writes
@@ -106,6 +106,13 @@ class Store:
                 log.warning("Indexing %d chunks for fast search (once; this can take a few minutes)",
                             backend.unindexed_points())
                 self.optimize()
+
+    @cached_property
+    def lexical(self) -> LexicalEncoder:
+        """The BM25 encoder, loaded when first needed (listing and deleting never need it)."""
+        from rag_core.store.lexical import LexicalEncoder
+
+        return LexicalEncoder()
 
     def _engine(self, action: str, outcome: str | None = None) -> AbstractContextManager[None]:
         return translated(self.backend, action, outcome)
@@ -124,18 +131,9 @@ class Store:
             if meta.get("dim") not in (None, self.embedder.dim):
                 raise EmbeddingModelMismatch(self.collection, f"{built_with} ({meta.get('dim')} dims)", self.embedder.name)
             if meta.get("lexical") != LEXICAL_VERSION:
-                self._reencode_lexical(meta)
+                from rag_core.store.lexical import reencode_stored
 
-    def _reencode_lexical(self, meta: dict) -> None:
-        """Rebuild every stored lexical vector from its chunk text after the lexical encoder changed (dense kept)."""
-        done = 0
-        for batch in self.backend.points(with_vectors=False, batch=UPSERT_BATCH):
-            sparse = self.lexical.embed_documents([p.payload.get(CONTENT_KEY, "") for p in batch])
-            self.backend.set_sparse([(p.id, v) for p, v in zip(batch, sparse, strict=True)])
-            done += len(batch)
-        self.backend.write_meta({**meta, "lexical": LEXICAL_VERSION})
-        self.backend.flush()
-        log.warning("Re-encoded the lexical vectors of %d chunks for %s", done, LEXICAL_VERSION)
+                reencode_stored(self.backend, self.lexical, meta, UPSERT_BATCH)
 
     def cleanup_pending(self) -> int:
         """Remove documents whose adding (or deleting) never finished, e.g. after a crash; returns how many. On a

@@ -119,7 +119,8 @@ def ensure_in_library(page, app_url: str, file_name: str) -> None:
     open_page(page, app_url, "library")
     stem = Path(file_name).stem
     main = page.locator('[data-testid="stMainBlockContainer"]')
-    if main.get_by_text(stem, exact=True).count():
+    # Listed by its stem as title, or under its own title with the file name in the row's caption (issue 28).
+    if main.get_by_text(stem, exact=True).count() or main.get_by_text(re.compile(rf"^{re.escape(file_name)} · ")).count():
         return
     upload(page, str(DOCS / file_name))
     expect(main.get_by_text(re.compile(rf"(Added|already in your library).*{re.escape(stem)}|"

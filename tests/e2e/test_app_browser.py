@@ -48,11 +48,12 @@ def test_drop_two_files_shows_both_results(page, app_url):
     expect(main.get_by_text(re.compile(r"Added docx_headings_toc\.docx — \d+ passages?"))).to_be_visible(
         timeout=INGEST_TIMEOUT)
     wait_idle(page)
-    # Both now appear in the document list, with kind and size.
-    expect(main.get_by_text("pdf_text_multicolumn_3-pages", exact=True)).to_be_visible()
-    expect(main.get_by_text("docx_headings_toc", exact=True)).to_be_visible()
-    expect(main.get_by_text(re.compile(r"^PDF · 3 pages · \d+ passages · added "))).to_be_visible()
-    expect(main.get_by_text(re.compile(r"^Word · \d+ passages? · added "))).to_be_visible()
+    # Both now appear in the document list by their own titles (issue 28), with file name, kind and size.
+    expect(main.get_by_text("Two-Column Document with Lorem Ipsum", exact=True)).to_be_visible()
+    expect(main.get_by_text("Beautiful is better than ugly.", exact=True)).to_be_visible()
+    expect(main.get_by_text(re.compile(r"^pdf_text_multicolumn_3-pages\.pdf · PDF · 3 pages · \d+ passages · added "))
+           ).to_be_visible()
+    expect(main.get_by_text(re.compile(r"^docx_headings_toc\.docx · Word · \d+ passages? · added "))).to_be_visible()
     if SCREENSHOTS:
         screenshot(page, SCREENSHOTS / "library.png", height=900)
 
@@ -134,7 +135,7 @@ def test_streamed_reply_with_citation_beside_it_on_the_right_page(page, app_url,
     right = reply.locator('[data-testid="stColumn"]').nth(1)
     expect(right).to_contain_text("Sources")
     card = right.locator('[class*="st-key-source_card_"]').first
-    expect(card).to_contain_text("[1] pdf_text_multicolumn_3-pages")
+    expect(card).to_contain_text("[1] Two-Column Document with Lorem Ipsum")
     expect(card).to_contain_text(where)
     # The cited sentence (here the table row) is highlighted inside the quoted passage.
     expect(card.locator("strong").filter(has_text="Brussels")).to_contain_text("Belgium | 11.5")

@@ -135,6 +135,7 @@ def _kill_loop(forkserver, kind: str, tmp_path: Path, op: str, n: int, timed: in
     return outcomes
 
 
+@pytest.mark.slow
 def test_kill_during_delete_leaves_the_document_whole_or_gone(forkserver, tmp_path):
     """kill -9 before each of the delete's writes, after it, and at random moments inside it (Qdrant Edge)."""
     outcomes = _kill_loop(forkserver, "edge", tmp_path, "delete", 600, timed=6)
@@ -142,6 +143,7 @@ def test_kill_during_delete_leaves_the_document_whole_or_gone(forkserver, tmp_pa
     assert outcomes.get("absent", 0) >= 1, outcomes
 
 
+@pytest.mark.slow
 def test_kill_during_add_leaves_the_document_whole_or_gone(forkserver, tmp_path):
     """kill -9 before each of the add's writes (entry, flush, every batch, completion), after it, and at random."""
     outcomes = _kill_loop(forkserver, "edge", tmp_path, "add", 256, timed=5)
@@ -273,6 +275,8 @@ def _can_mount() -> str:
     return "" if probe.returncode == 0 else "cannot make a private mount namespace"
 
 
+@pytest.mark.slow
+@pytest.mark.linux_only("a loop-mounted ext4 disk in a mount namespace made with unshare -m")
 def test_disk_full_while_adding_is_one_sentence_and_leaves_nothing_behind(tmp_path):
     """A 48 MB ext4 image, loop-mounted in a private mount namespace, is filled to the last byte while a file is being
     stored (after its first batch of 8 points). The engine writes through memory maps, where a full disk is a SIGBUS

@@ -57,7 +57,8 @@ def _requirement_pin(name: str) -> str:
 
 # --------------------------------------------------------------------------- docker-compose.yml
 def test_compose_has_the_four_services(compose):
-    assert set(compose["services"]) == {"qdrant", "ollama", "ollama-pull", "app"}
+    default = {name for name, service in compose["services"].items() if not service.get("profiles")}
+    assert default == {"qdrant", "ollama", "ollama-pull", "app"}, "`docker compose up` starts these four"
     assert set(compose["volumes"]) >= {"qdrant_data", "ollama_models", "docchat_data"}
 
 
@@ -202,7 +203,7 @@ def _make_run_command(*variables: str) -> list[str]:
     """The command `make run` starts the app with (read with `make -n`, so nothing is installed or started)."""
     out = subprocess.run(["make", "-s", "-n", "run", *variables], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          check=True).stdout
-    (line,) = [ln for ln in out.splitlines() if "streamlit run app.py" in ln]
+    (line,) = [ln for ln in out.splitlines() if "docchat app" in ln]
     return shlex.split(line)
 
 
@@ -212,7 +213,7 @@ def _listening_on(command: list[str], tmp_path: Path) -> tuple[set[str], bool | 
     (None when the machine has no other address)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_")}  # only the repository's config
     env.update(DOCCHAT_DATA_DIR=str(tmp_path / "data"), HOME=str(tmp_path))
-    port = int(command[command.index("--server.port") + 1])
+    port = int(command[command.index("--server.port" if "--server.port" in command else "--port") + 1])
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
@@ -226,8 +227,9 @@ def _listening_on(command: list[str], tmp_path: Path) -> tuple[set[str], bool | 
                         break
             except OSError:
                 time.sleep(0.1)
-        listening = {c.laddr.ip for c in psutil.Process(proc.pid).net_connections(kind="inet")
-                     if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+        started_by = psutil.Process(proc.pid)  # `docchat app` runs Streamlit as its child
+        listening = {c.laddr.ip for p in (started_by, *started_by.children(recursive=True))
+                     for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
         other, answered = _other_address(), None
         if other is not None:
             with socket.socket() as s:

@@ -277,7 +277,8 @@ def test_ollama_down_falls_back_to_extractive_with_reason_and_fix(docs_library, 
     down = llm_settings.with_overrides(ollama_host=f"http://127.0.0.1:{_closed_port()}")
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, down))
     assert ans.mode == "quotes" and not ans.incomplete
-    assert "is not running" in ans.notice and "extractive" in ans.notice
+    assert ans.notice.startswith("The AI model that writes answers is not available right now.")
+    assert "extractive" in ans.notice and "Ollama" not in ans.notice  # no name a new user never heard of ...
     assert "ollama serve" not in ans.notice and "127.0.0.1" not in ans.notice  # a sentence for people ...
     assert "ollama serve" in ans.extra["details"] and down.ollama_host in ans.extra["details"]  # ... details apart
     assert "Beautiful is better than ugly" in ans.text and ans.citations
@@ -580,14 +581,14 @@ def test_cli_ask_json_and_streaming(library, server, monkeypatch, capsys):
     assert out["answer"] == "Beautiful is better than ugly [1]. Nonsense."
     (c,) = out["citations"]
     assert set(c) >= {"n", "doc_id", "title", "page", "section", "quote", "char_start", "char_end", "url"}
-    assert c["n"] == 1 and c["title"] == "docx_headings_toc" and "Beautiful is better" in c["quote"]
+    assert c["n"] == 1 and c["title"] == "Beautiful is better than ugly." and "Beautiful is better" in c["quote"]
     assert out["passages"][0]["doc_id"] == c["doc_id"] and out["invalid_markers"] == 1
 
     server.script(Reply("Beautiful is better than ugly [1]."))
     assert main(["ask", ZEN_Q, "--data-dir", data_dir]) == 0
     text = capsys.readouterr()
     assert text.out.startswith("Beautiful is better than ugly [1].")
-    assert "[1] docx_headings_toc" in text.out
+    assert "[1] Beautiful is better than ugly." in text.out  # the document's first heading is its title
     assert server.chat_requests[-1]["model"] == "other:1b"
 
     assert main(["ask", ZEN_Q, "--data-dir", data_dir, "--no-llm"]) == 0

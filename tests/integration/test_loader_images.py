@@ -48,7 +48,7 @@ def test_a_photographed_page_is_found_marked_as_a_scan_and_shown_highlighted_on_
     result = library.ingest_bytes((DOCS / "image_page_harbour.png").read_bytes(), "harbour.png",
                                   progress=lambda *report: seen.append(report))
     assert result.status == "added", result.error
-    assert result.pages == 1 and result.title == "harbour"
+    assert result.pages == 1 and result.title == "Port Elspeth Harbour"  # its heading
     assert ("ocr", 0, 1) in seen and ("ocr", 1, 1) in seen  # recognised in the reader process, page by page
     passages = library.search("When does the lighthouse keeper wind the great clock?", k=3)
     chunk = next(p.chunk for p in passages if "Tuesday at dawn" in p.chunk.text)

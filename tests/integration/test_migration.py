@@ -2,9 +2,7 @@
 copied to a temporary folder and opened with the new Library (real bundled model, real engines on disk)."""
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +15,7 @@ from qdrant_client import QdrantClient
 
 from rag_core.core.config import Settings
 from rag_core.core.errors import LibraryBusy, LibraryUpgradeFailed
+from rag_core.core.files import exclusive_lock
 from rag_core.service.library import Library
 from rag_core.store import migrate
 from rag_core.store.backends.edge import EdgeBackend
@@ -226,11 +225,7 @@ def test_old_release_still_running_or_another_upgrade_is_busy(data_dir, embedder
     finally:
         client.close()
     (data_dir / "edge").mkdir(exist_ok=True)
-    fd = os.open(data_dir / "edge" / ".migrating-docchat.lock", os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # another new-version process upgrading right now
-        with pytest.raises(LibraryBusy):
-            Library(Settings(data_dir=data_dir), embedder=embedder)
-    finally:
-        os.close(fd)
+    # another new-version process upgrading right now (the same OS lock: flock on POSIX, LockFileEx on Windows)
+    with exclusive_lock(data_dir / "edge" / ".migrating-docchat.lock"), pytest.raises(LibraryBusy):
+        Library(Settings(data_dir=data_dir), embedder=embedder)
     assert not (data_dir / "edge" / "docchat").exists()

@@ -17,12 +17,13 @@ import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TRACE = ["strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg"]
+TRACE = ["strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=connect,sendto,sendmsg"]
 _ADDR = re.compile(r'sa_family=(AF_INET6?)\b.*?(?:inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)")')
 
-pytestmark = pytest.mark.skipif(not (shutil.which("strace") and shutil.which("unshare") and shutil.which("ip")
-                                     and os.geteuid() == 0),
-                                reason="needs root, strace, unshare and ip (make test installs strace)")
+pytestmark = [pytest.mark.linux_only("strace in a network namespace made with unshare -n"),
+              pytest.mark.skipif(not (shutil.which("strace") and shutil.which("unshare") and shutil.which("ip")
+                                      and os.geteuid() == 0),
+                                 reason="needs root, strace, unshare and ip (make test installs strace)")]
 
 
 def outside_attempts(trace: str) -> list[str]:
@@ -57,6 +58,7 @@ PIPELINE = textwrap.dedent('''
     import sys, tempfile
     from pathlib import Path
     from ollama_server import OllamaServer, Reply
+    from openai_server import OpenAIServer
     from rag_core.answer import generation
     from rag_core.core.config import Settings
     from rag_core.service.library import Library
@@ -74,6 +76,11 @@ PIPELINE = textwrap.dedent('''
             assert result.status == "added", (name, result.error)
         assert lib.search("Which is better, beautiful or ugly?", k=3)
         assert generation.answer(lib, "Which is better, beautiful or ugly?", settings).mode == "model"
+        with OpenAIServer(models=["local-model"]) as compat:  # DOCCHAT_CHAT_MODEL=openai:… (LM Studio, vLLM, …)
+            compat.script("Beautiful is better than ugly [1].")
+            other = settings.with_overrides(chat_model="openai:local-model", openai_base_url=compat.base_url)
+            assert generation.answer(lib, "Which is better, beautiful or ugly?", other).mode == "model"
+            assert compat.chat_requests
         lib.close()
         demo = Library(settings.with_overrides(mode="demo", collection="demo"), embedder=lib.embedder)
         hub = DemoHub(demo)
@@ -110,7 +117,7 @@ APP = textwrap.dedent('''
     import psutil
     from playwright.sync_api import sync_playwright
     root, log, data, port = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-    trace = ["strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", log]
+    trace = ["strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", log]
 
     def group_alive(pgid):
         # True while a live (not zombie) process of the group remains.

@@ -82,7 +82,7 @@ def test_export_is_a_markdown_file_with_numbered_sources(app):
 
     md = export_markdown(conv)
     assert plain(md).startswith(f"# {QUESTION}") and "**[1]**" in md and "> " in md
-    assert re.search(r"\*\*\[1\]\*\* pdf_text_multicolumn_3-pages, pages? \d", plain(md)), md
+    assert re.search(r"\*\*\[1\]\*\* Two-Column Document with Lorem Ipsum, pages? \d", plain(md)), md
 
 
 def test_a_damaged_conversation_file_never_stops_the_page(app):
@@ -136,8 +136,8 @@ def test_sidebar_titles_show_as_text(app):
     title = "![x](http://127.0.0.1:9/p.png?d=secret) :red[alarm] **bold** <b>tag</b>"
     _save(app, "0123456789abcdef", title)
     at = new_app()
-    shown = at.sidebar.button(key="conv_0123456789abcdef").label
-    assert shown == render.escape_markdown(title) and plain(shown) == title
+    shown, when = at.sidebar.button(key="conv_0123456789abcdef").label.rsplit(" :gray[", 1)  # then when it was used
+    assert shown == render.escape_markdown(title) and plain(shown) == title and when.endswith("]")
     assert "![" not in shown and ":red[" not in shown and "**" not in shown
 
 

@@ -99,7 +99,7 @@ def test_two_sessions_keep_their_uploads_private_and_share_the_samples(demo):
     wait_for_jobs(alice, demo.queue)
     assert not alice.exception
     [mine] = _own_docs(demo, alice)
-    assert mine.title == "pdf_text_multicolumn_3-pages"
+    assert mine.title == "Two-Column Document with Lorem Ipsum"  # its first heading (issue 28)
     assert _delete_keys(alice) == {f"del_{mine.doc_id}"}  # only her own document can be deleted
     page = _page(alice)
     assert "pdf_text_multicolumn_3-pages" in page
@@ -141,7 +141,8 @@ def test_two_sessions_keep_their_uploads_private_and_share_the_samples(demo):
     assert not alice.exception
     [image] = alice.chat_message[1].columns[1].image
     chunk = cite.passage.chunk
-    assert image.captions in ([f"Page {n} — the passage is highlighted"]
+    assert image.captions in ([f"Page {n} — {shown}"] for shown in ("the passage is highlighted",
+                                                                    "the cited words, enlarged")
                               for n in range(chunk.page_start, (chunk.page_end or chunk.page_start) + 1))
 
 

@@ -90,7 +90,7 @@ def test_reply_with_citations_is_kept_in_state_and_replayed(app):
         reply_col, sources_col = msgs[1].columns
         assert "Brussels **\\[1\\]**" in " ".join(texts(reply_col.markdown))
         side = " ".join(texts(sources_col.markdown))
-        assert "**\\[1\\]** **pdf\\_text\\_multicolumn\\_3\\-pages**" in side
+        assert "**\\[1\\]** **Two\\-Column Document with Lorem Ipsum**" in side  # its own title (issue 28)
         assert ":orange-background[**Belgium \\| 11\\.5" in side
         assert "Show on the page" in texts(sources_col.expander)
         assert any(label.startswith("Other passages") for label in texts(sources_col.expander))
@@ -135,12 +135,12 @@ def test_ollama_down_gives_a_friendly_sentence_and_quotes(app, monkeypatch):
     _add(app, PDF)
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
     at = new_app()
-    assert "The language model (Ollama) is not running" in _md(at)
+    assert "The AI model that writes answers is not running" in _md(at)
     at.chat_input[0].set_value("What is the capital of Belgium?").run()
     assert not at.exception
     answer = at.session_state["chat_turns"][-1]["answer"]
     assert answer.mode == "quotes"
-    assert "The language model (Ollama) is not running" in answer.notice and "127.0.0.1" not in answer.notice
+    assert "The AI model that writes answers is not available" in answer.notice and "127.0.0.1" not in answer.notice
     assert "http://127.0.0.1:9" in answer.extra["details"]
     assert "Traceback" not in _md(at)
 
@@ -216,7 +216,7 @@ def test_delete_asks_for_confirmation(app):
     at.button(key=f"del_{doc.doc_id}").click().run()
     at.button(key=f"yes_{doc.doc_id}").click().run()
     assert not at.exception
-    assert [d.title for d in app.library.documents()] == ["pdf_text_multicolumn_3-pages"]
+    assert [d.file_name for d in app.library.documents()] == [PDF]
 
 
 # -- settings --------------------------------------------------------------------------
@@ -250,7 +250,7 @@ def test_settings_guidance_when_ollama_is_down(app, monkeypatch):
     at = new_app("pages/settings.py")
     assert not at.exception
     page = _md(at)
-    assert "The language model (Ollama) is not running" in page
+    assert "The AI model that writes answers is not running" in page
     assert "How to turn on written answers" in page
     assert "answers by quoting your documents" in page
 

@@ -76,7 +76,7 @@ def test_ollama_down_reads_plainly_with_the_address_and_commands_under_details(a
     at = new_app("pages/settings.py")
     assert not at.exception
     sentences = " ".join(_outside_details(at.main))
-    assert "The language model (Ollama) is not running" in sentences
+    assert "The AI model that writes answers is not running" in sentences and "Ollama" not in sentences.split("How to turn on")[0]
     for technical in ("127.0.0.1", "OLLAMA_HOST", "ollama serve", "ollama pull"):
         assert technical not in sentences
     (details,) = _details(at)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 import time
 from pathlib import Path
 
@@ -314,7 +313,7 @@ def test_oversize_read_stops_at_the_limit_whatever_stat_says(tmp_path, monkeypat
     _one_sentence_about(e.value, "big.txt")
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
+@pytest.mark.linux_only("reads /proc, whose files say size 0")
 def test_files_whose_stat_size_is_zero_are_read_in_full():
     st_info = os.stat("/proc/self/status")
     assert stat.S_ISREG(st_info.st_mode) and st_info.st_size == 0

@@ -1,6 +1,8 @@
 """Chunking: structure first, token budget measured with the model's own tokenizer, exact offsets."""
 from __future__ import annotations
 
+import pytest
+
 from rag_core.core.models import Document, Section, SourceMeta
 from rag_core.ingest.chunking import chunk_document
 
@@ -89,6 +91,7 @@ def test_abbreviations_do_not_end_sentences(embedder):
     assert all(not c.text.startswith("Smith") and not c.text.startswith("this") for c in chunks)
 
 
+@pytest.mark.slow
 def test_ten_megabyte_single_line_is_linear_and_bounded(embedder):
     import time
 

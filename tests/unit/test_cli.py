@@ -24,7 +24,7 @@ def test_k_out_of_bounds_is_a_one_line_usage_error(argv, bad, capsys):
         build_parser().parse_args(argv)
     assert exited.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.startswith("python -m rag_core") and "error: argument -k:" in err
+    assert err.startswith("docchat") and "error: argument -k:" in err
     assert f"“{bad}”" in err and "from 1 to 50" in err, err
 
 

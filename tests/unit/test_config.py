@@ -29,7 +29,8 @@ SAMPLE = {
     "data_dir": "/srv/docchat", "qdrant_url": "http://qdrant:6333", "qdrant_api_key": "qk", "collection": "c2",
     "embedding_model": "/models/minilm", "chunk_tokens": "128", "max_upload_mb": "20",
     "max_docx_uncompressed_mb": "30", "max_sheet_rows": "5000", "ollama_host": "http://ollama:11434", "ollama_model": "qwen2.5:3b",
-    "ollama_api_key": "ok", "llm_timeout_s": "12.5", "temperature": "0.7", "top_k": "7", "min_relevance": "0.4",
+    "ollama_api_key": "ok", "chat_model": "openai:qwen2.5-7b-instruct", "openai_base_url": "http://localhost:1234/v1",
+    "openai_api_key": "sk-local", "llm_timeout_s": "12.5", "temperature": "0.7", "top_k": "7", "min_relevance": "0.4",
     "history_tokens": "500", "max_context_tokens": "4096", "answer_tokens": "512", "summary_max_calls": "5", "mode": "demo",
     "wikipedia_api": "http://127.0.0.1:1/{lang}/w/api.php", "wikipedia_contact": "me@example.org",
     "wikipedia_timeout_s": "5", "wikipedia_retries": "1", "wikipedia_backoff_s": "0.5",
@@ -59,7 +60,27 @@ def test_the_environment_variable_names_are_unchanged():
     assert ENV_VARS["QDRANT_URL"] == "qdrant_url" and ENV_VARS["DOCCHAT_NUM_CTX_MAX"] == "max_context_tokens"
     assert ENV_VARS["DOCCHAT_MAX_DOCX_UNPACKED_MB"] == "max_docx_uncompressed_mb"
     assert ENV_VARS["DOCCHAT_DEMO_IDLE_MINUTES"] == "demo_session_idle_minutes"
-    assert len(ENV_VARS) == len(Settings.model_fields) == 48
+    assert ENV_VARS["DOCCHAT_CHAT_MODEL"] == "chat_model" and ENV_VARS["OPENAI_BASE_URL"] == "openai_base_url"
+    assert len(ENV_VARS) == len(Settings.model_fields) == 51
+
+
+def test_the_chat_model_names_its_provider_and_ollama_stays_the_default():
+    s = Settings()
+    assert (s.chat_provider, s.chat_model_name, s.chat_host) == ("ollama", DEFAULT_OLLAMA_MODEL, s.ollama_host)
+    old = load_settings({"DOCCHAT_OLLAMA_MODEL": "qwen2.5:3b"})  # the older variable still chooses the model
+    assert (old.chat_provider, old.chat_model_name) == ("ollama", "qwen2.5:3b")
+    new = load_settings({"DOCCHAT_CHAT_MODEL": "ollama:llama3.2:1b", "DOCCHAT_OLLAMA_MODEL": "qwen2.5:3b"})
+    assert new.chat_model_name == "llama3.2:1b"  # the new one wins
+    assert new.with_overrides(ollama_model="phi4").chat_model_name == "phi4"  # a later choice of the Ollama model
+    other = load_settings({"DOCCHAT_CHAT_MODEL": "openai:qwen2.5-7b-instruct", "OPENAI_BASE_URL": "http://h:1234/v1/"})
+    assert (other.chat_provider, other.chat_model_name, other.chat_host) == (
+        "openai", "qwen2.5-7b-instruct", "http://h:1234/v1")
+    assert other.with_chat_model("mistral").chat_model == "openai:mistral"
+    assert load_settings({"DOCCHAT_CHAT_MODEL": "openai:m"}).chat_host == "https://api.openai.com/v1"
+    for bad in ("anthropic:claude-3", "llama3.2", "openai"):
+        with pytest.raises(SettingsError, match=rf"^DOCCHAT_CHAT_MODEL={bad} is not allowed: use “ollama:MODEL” "
+                                                r"or “openai:MODEL”"):
+            load_settings({"DOCCHAT_CHAT_MODEL": bad})
 
 
 @pytest.mark.parametrize("field", list(Settings.model_fields))

@@ -299,6 +299,7 @@ SCANNED_SENTENCE = ("The LinnSequencer is a state-of-the-art composition and per
                     "musician")  # as the loader recognises it on page 1 of the scan below
 
 
+@pytest.mark.slow
 def test_a_passage_on_a_scanned_page_is_found_by_recognising_the_page_again():
     from rag_core.ingest.loaders.ocr import OcrOptions, find_tessdata, installed_languages
 

@@ -1,23 +1,41 @@
-"""Every package pinned in requirements.txt is imported by the product code (rag_core/, ui/, pages/, app.py).
+"""requirements.txt, pyproject.toml's dependencies and the product's imports (rag_core/, ui/, pages/, app.py) agree.
 
-A pin nobody imports is weight in every install and a false promise about how DocChat is built; this test names
-it. Distribution -> import names come from the installed metadata (importlib.metadata.packages_distributions()).
+Both directions: every pin and every declared dependency is imported by a product file (a pin nobody imports is
+weight in every install and a false promise about how DocChat is built), and every third-party package a product
+file imports is pinned in requirements.txt (the tested lock) and declared in pyproject.toml with a range that admits
+the pin (else `pip install .` gives a `docchat` that fails on import). Distribution -> import names come from the
+installed metadata (importlib.metadata.packages_distributions()).
 """
 from __future__ import annotations
 
 import ast
+import functools
 import re
+import sys
+import tomllib
 from collections.abc import Iterable, Mapping
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("rag_core", "ui", "pages", "app.py")  # folders that do not exist (yet) are skipped
+FIRST_PARTY = frozenset({"rag_core", "ui", "pages", "__future__"})
 # Pinned on purpose though no product file imports them, with the reason.
 ALLOWED_UNIMPORTED = {
     # sentence-transformers imports torch; pinning it first in requirements.txt (with the CPU index) keeps pip
     # from pulling the multi-GB CUDA build as sentence-transformers' dependency.
     "torch": "pins the CPU-only wheel that sentence-transformers runs on",
+    # LangChain's init_chat_model("ollama:…" / "openai:…") imports the provider's partner package by its name.
+    "langchain-ollama": "imported by langchain's init_chat_model for DOCCHAT_CHAT_MODEL=ollama:…",
+    "langchain-openai": "imported by langchain's init_chat_model for DOCCHAT_CHAT_MODEL=openai:…",
+}
+# Pinned in requirements.txt but not declared in pyproject.toml's dependencies, with the reason.
+PINNED_NOT_DECLARED = {
+    # sentence-transformers declares torch itself; the pin only chooses the build (CPU) for the tested install.
+    "torch": "a dependency of sentence-transformers; requirements.txt pins its CPU-only build",
 }
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:[=<>!~]=|===|[<>])")
 
@@ -38,6 +56,37 @@ def pinned(requirements: str) -> list[str]:
         assert m, f"requirements.txt: cannot read the line {line!r}"
         out.append(normalize(m.group(1)))
     return out
+
+
+def pinned_versions(requirements: str) -> dict[str, str]:
+    """Normalised name -> version of the `name==version` lines of a requirements file."""
+    out = {}
+    for line in requirements.splitlines():
+        m = re.match(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([^\s;#]+)", line)
+        if m:
+            out[normalize(m.group(1))] = m.group(2)
+    return out
+
+
+def declared(pyproject: str) -> dict[str, SpecifierSet]:
+    """Normalised name -> version range of each of pyproject.toml's [project] dependencies."""
+    out = {}
+    for text in tomllib.loads(pyproject)["project"]["dependencies"]:
+        req = Requirement(text)
+        out[normalize(req.name)] = req.specifier
+    return out
+
+
+def third_party(modules: Iterable[str], first_party: Iterable[str] = FIRST_PARTY) -> set[str]:
+    """The import names that are neither the standard library's nor DocChat's own."""
+    return {m for m in modules if m not in sys.stdlib_module_names and m not in set(first_party)}
+
+
+def unprovided_imports(modules: Iterable[str], dists: Iterable[str], providers: Mapping[str, list[str]]) -> list[str]:
+    """Import names that none of the distributions `dists` provides (`providers`: import name -> dists)."""
+    have = {normalize(d) for d in dists}
+    return sorted(m for m in modules if not {normalize(d) for d in providers.get(m, ())} & have
+                  and normalize(m) not in have)  # not installed here: the import name is usually the dist name
 
 
 def imported_modules(files: Iterable[Path]) -> set[str]:
@@ -91,9 +140,52 @@ def test_every_pinned_package_is_imported_by_the_product():
                         "drop the pin, or add it to ALLOWED_UNIMPORTED with the reason")
 
 
+@functools.cache
+def _providers() -> Mapping[str, list[str]]:
+    return packages_distributions()
+
+
+@functools.cache
+def _project() -> tuple[list[str], dict[str, SpecifierSet], set[str]]:
+    pins = pinned((ROOT / "requirements.txt").read_text(encoding="utf-8"))
+    deps = declared((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return pins, deps, third_party(imported_modules(product_files()))
+
+
+def test_every_third_party_import_is_pinned():
+    pins, _, imports = _project()
+    assert {"streamlit", "numpy", "pydantic"} <= imports  # the walk found the real imports
+    missing = unprovided_imports(imports, pins, _providers())
+    assert not missing, f"imported by product files but not pinned in requirements.txt: {', '.join(missing)}"
+
+
+def test_every_third_party_import_is_declared_in_pyproject():
+    _, deps, imports = _project()
+    missing = unprovided_imports(imports, deps, _providers())
+    assert not missing, (f"imported by product files but missing from pyproject.toml's dependencies (`pip install .` "
+                         f"would fail on them): {', '.join(missing)}")
+
+
+def test_every_pyproject_dependency_is_imported():
+    _, deps, imports = _project()
+    unused = unimported_pins(deps, imports, _providers(), ALLOWED_UNIMPORTED)
+    assert not unused, f"declared in pyproject.toml but imported by no product file: {', '.join(unused)}"
+
+
+def test_pyproject_ranges_admit_the_pins():
+    pins, deps, _ = _project()
+    versions = pinned_versions((ROOT / "requirements.txt").read_text(encoding="utf-8"))
+    assert set(pins) - {normalize(p) for p in PINNED_NOT_DECLARED} == set(deps)
+    for name, spec in deps.items():
+        assert versions[name] in spec, f"pyproject.toml: {name}{spec} excludes the tested pin {versions[name]}"
+        ops = {s.operator for s in spec}
+        assert ">=" in ops and "<" in ops, f"pyproject.toml: {name}{spec}: give a compatible range (>=X.Y,<NEXT)"
+
+
 def test_allow_list_entries_are_still_pinned():
     pins = pinned((ROOT / "requirements.txt").read_text(encoding="utf-8"))
     assert {normalize(a) for a in ALLOWED_UNIMPORTED} <= set(pins)
+    assert {normalize(a) for a in PINNED_NOT_DECLARED} <= set(pins)
 
 
 def test_checker_names_a_synthetic_unused_pin(tmp_path):
@@ -116,3 +208,17 @@ def test_checker_names_a_synthetic_unused_pin(tmp_path):
     assert unimported_pins(pins, modules, providers, ["torch"]) == ["langchain-text-splitters", "not-installed-pkg"]
     assert unimported_pins(pins, modules, providers) == ["torch", "langchain-text-splitters", "not-installed-pkg"]
     assert unimported_pins(pins, modules | {"not_installed_pkg"}, providers, ["torch"]) == ["langchain-text-splitters"]
+
+
+def test_checker_names_synthetic_unpinned_and_undeclared_imports():
+    modules = {"os", "json", "__future__", "rag_core", "ui", "pages", "yaml", "docx", "numpy", "not_installed_pkg"}
+    providers = {"yaml": ["PyYAML"], "docx": ["python-docx"], "numpy": ["numpy"]}
+    imports = third_party(modules)
+    assert imports == {"yaml", "docx", "numpy", "not_installed_pkg"}
+    assert unprovided_imports(imports, ["pyyaml", "python-docx"], providers) == ["not_installed_pkg", "numpy"]
+    assert unprovided_imports(imports, ["PyYAML", "python_docx", "numpy", "not-installed-pkg"], providers) == []
+    deps = declared('[project]\nname = "x"\ndependencies = ["PyYAML>=6.0,<7", "python-docx >=1.2, <2"]\n')
+    assert deps == {"pyyaml": SpecifierSet(">=6.0,<7"), "python-docx": SpecifierSet(">=1.2,<2")}
+    assert unprovided_imports(imports, deps, providers) == ["not_installed_pkg", "numpy"]
+    assert pinned_versions("# c\nPyYAML==6.0.2  # yaml\ntorch>=2\npython_docx == 1.2.0\n") == {
+        "pyyaml": "6.0.2", "python-docx": "1.2.0"}

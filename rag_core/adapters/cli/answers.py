@@ -50,7 +50,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     from rag_core.service.library import Library
 
     if args.model:
-        settings = settings.with_overrides(ollama_model=args.model)
+        settings = settings.with_chat_model(args.model)
     lib = Library(settings)
     try:
         stream = start_answer(lib, args.question, settings, doc_ids=args.doc_ids, use_llm=not args.no_llm, k=args.k)
@@ -85,7 +85,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     """Add the `ask` subcommand."""
     p = sub.add_parser("ask", parents=[common], help="ask a question; the answer cites your documents")
     p.add_argument("question")
-    p.add_argument("--model", help="Ollama model to use (default: $DOCCHAT_OLLAMA_MODEL)")
+    p.add_argument("--model", help="Chat model to use (default: the model of $DOCCHAT_CHAT_MODEL)")
     p.add_argument("--no-llm", action="store_true",
                    help="no language model: quote the most relevant sentences (extractive answer)")
     p.add_argument("-k", type=k_value, default=None,

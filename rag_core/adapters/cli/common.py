@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rag_core.core.config import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
+    from rag_core.core.models import DocumentInfo
     from rag_core.service.library import Library
 
 K_MAX = 50  # the most passages `search -k` and `ask -k` fetch (the bound of DOCCHAT_TOP_K and of the MCP tools)
@@ -64,7 +65,26 @@ def emit(args: argparse.Namespace, payload: dict, human: Callable[[], None]) -> 
 
 
 def open_library(settings: Settings) -> Library:
-    """Open the library (imported lazily so `--help` stays fast)."""
+    """Open the library (imported lazily so `--help` stays fast); the embedding model loads only when a command first
+    embeds or counts tokens (`list`, `delete` and `wiki-refresh --dry-run` never load torch; issue 28)."""
     from rag_core.service.library import Library
+    from rag_core.store.embeddings import Embedder
 
-    return Library(settings)
+    return Library(settings, embedder=Embedder(settings.embedding_model, lazy=True))
+
+
+def library_listing(settings: Settings) -> list[DocumentInfo]:
+    """The library's documents, newest first, read as the Library opens its store (a library of the previous release
+    upgraded first) but without importing the Library: its adding and searching machinery takes a third of a second
+    to import, which `docchat list` never uses (issue 28: it must answer within 2 s)."""
+    from rag_core.store.embeddings import Embedder
+    from rag_core.store.migrate import migrate_if_needed
+    from rag_core.store.vector_store import open_store
+
+    embedder = Embedder(settings.embedding_model, lazy=True)
+    migrate_if_needed(settings, embedder)
+    store = open_store(settings, embedder)
+    try:
+        return store.list_documents()
+    finally:
+        store.close()

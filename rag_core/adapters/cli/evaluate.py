@@ -1,9 +1,10 @@
-"""`python -m rag_core eval`: measure retrieval quality on a bundled benchmark or on your own questions."""
+"""`docchat eval`: measure retrieval quality on a bundled benchmark or on your own questions."""
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from rag_core.adapters.cli.common import json_text, terminal_text
@@ -19,14 +20,31 @@ _HELP = """Measure how well DocChat finds the right passage.
 Bundled datasets are ingested through the normal path into their own cached library (first run only)."""
 
 
+class _Methods:
+    """The retrieval methods (rag_core.answer.retrieval.METHODS) as argparse `choices`, read when a command line is
+    checked or `eval --help` shown: importing retrieval loads the search engine, which no other command's start
+    should wait for (issue 28)."""
+
+    def _names(self) -> tuple[str, ...]:
+        from rag_core.answer.retrieval import METHODS
+
+        return METHODS
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+
 def register(sub, common: argparse.ArgumentParser) -> None:
     """Add the `eval` subcommand to the CLI."""
-    from rag_core.answer.retrieval import METHODS
-
+    methods = _Methods()
     p = sub.add_parser("eval", parents=[common], help="measure retrieval quality (Recall@1/@5, MRR@10)",
                        description=_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", required=True, help="pubmedqa, xquad or FILE.jsonl")
-    p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS), help="methods to compare")
+    p.add_argument("--methods", nargs="+", choices=methods, metavar="METHOD", default=None,
+                   help="methods to compare, from %(choices)s (default: all)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions (and their documents)")
     p.add_argument("--cache-dir", default=None, help="where bundled datasets are ingested (default benchmarks/.cache)")
     p.add_argument("--max-failures", type=int, default=20, help="failures to print (JSON always has all)")
@@ -40,7 +58,7 @@ def _progress(stage: str, done: int, total: int) -> None:
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     """Run the evaluation and print a table (or JSON)."""
     from rag_core.adapters import evaluation as ev
-    from rag_core.answer.retrieval import DEFAULT_METHOD
+    from rag_core.answer.retrieval import DEFAULT_METHOD, METHODS
     from rag_core.service.library import Library
 
     try:
@@ -50,7 +68,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
               file=sys.stdout if args.json else sys.stderr)
         return 2
     progress = None if args.json else _progress
-    methods = [m for m in dict.fromkeys(args.methods)]
+    methods = list(dict.fromkeys(args.methods or METHODS))
     if ds.documents:
         cache_dir = Path(args.cache_dir) if args.cache_dir else ev.DEFAULT_CACHE_DIR
         settings = ev.cache_settings(ds, settings, cache_dir)
@@ -63,7 +81,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"Ingested {added} documents in {time.perf_counter() - t0:.0f} s into {settings.data_dir}",
                       file=sys.stderr)
         elif not lib.documents():
-            print("Your library is empty: add documents first (python -m rag_core ingest FILE...).", file=sys.stderr)
+            print("Your library is empty: add documents first (docchat ingest FILE...).", file=sys.stderr)
             return 2
         results, failures = ev.evaluate(lib.store, ds, methods, progress, default=DEFAULT_METHOD)
     finally:

@@ -1,19 +1,21 @@
-"""Command line: python -m rag_core COMMAND ... (ingest, list, search, delete, migrate, settings, wiki, ask, summarize,
+"""Command line: docchat (or python -m rag_core) COMMAND ... (ingest, list, search, delete, migrate, settings, wiki, ask, summarize,
 eval, mcp)."""
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from rag_core.adapters.cli.common import emit, json_text, k_value, open_library, terminal_text
+from rag_core.adapters.cli.common import emit, json_text, k_value, library_listing, open_library, terminal_text
 from rag_core.core.config import Settings, describe, load_settings, settings_markdown
 from rag_core.core.errors import DocChatError, SettingsError
 from rag_core.core.formats import accepted_kinds, location_label
 from rag_core.core.models import Progress
 
+PROG = "docchat"  # the command the package installs (pyproject [project.scripts]); `python -m rag_core` is the same
 INGEST_STAGES = {"reading": "reading", "ocr": "reading scanned pages (OCR)", "chunking": "splitting into passages",
                  "embedding": "embedding passages", "saving": "saving"}
 
@@ -56,17 +58,13 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
-    lib = open_library(settings)
-    try:
-        docs = lib.documents()
-    finally:
-        lib.close()
+    docs = library_listing(settings)
     rows = [{"doc_id": d.doc_id, "title": d.title, "kind": d.kind, "pages": d.pages, "chunks": d.chunks,
              "added_at": d.added_at, "url": d.url, "flags": list(d.flags)} for d in docs]
 
     def human() -> None:
         if not rows:
-            print("Your library is empty. Add files with: python -m rag_core ingest FILE...")
+            print("Your library is empty. Add files with: docchat ingest FILE...")
         for r in rows:
             pages = f"{r['pages']} pages, " if r["pages"] else ""
             print(terminal_text(f"{r['doc_id']}  {r['title']}  [{r['kind']}, {pages}{r['chunks']} chunks, added "
@@ -145,7 +143,8 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
                      "and can be deleted."}
     done = None
     if state == "needed":
-        done = migrate(settings, Embedder(settings.embedding_model), None if args.json else _upgrade_progress)
+        embedder = Embedder(settings.embedding_model, lazy=True)  # an upgrade copies the vectors: no model needed
+        done = migrate(settings, embedder, None if args.json else _upgrade_progress)
     if done is None:
         note = notes.get(state, notes["done"])  # "needed" and nothing done: another process just did it
         emit(args, {"upgraded": False, "state": state, "message": note}, lambda: print(terminal_text(note)))
@@ -179,7 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--data-dir", help="library folder (default: $DOCCHAT_DATA_DIR or ./data)")
     common.add_argument("--json", action="store_true", help="machine-readable output")
     common.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
-    parser = argparse.ArgumentParser(prog="python -m rag_core", description="DocChat document library")
+    # One name in every usage line, however it was started (`docchat` or `python -m rag_core`): the one to type.
+    parser = argparse.ArgumentParser(prog=PROG, description="DocChat document library")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("ingest", parents=[common], help=f"add files ({accepted_kinds()}) or folders",
@@ -219,18 +219,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="close the embedded library after this long without calls, so the app can open it (0: never)")
     p.set_defaults(func=cmd_mcp)
     from rag_core.adapters.cli.answers import register as register_answers
+    from rag_core.adapters.cli.app import register as register_app
     from rag_core.adapters.cli.evaluate import register as register_eval
     from rag_core.adapters.cli.summarize import register as register_summarize
     from rag_core.adapters.cli.wikipedia import register as register_wikipedia
 
-    for register in (register_wikipedia, register_answers, register_summarize, register_eval):
+    for register in (register_wikipedia, register_answers, register_summarize, register_eval, register_app):
         register(sub, common)
     return parser
+
+
+def quiet_progress_bars() -> None:
+    """No progress bars of the Hugging Face libraries ("Loading weights: 0%|…" while the model loads) on stderr: with
+    --json a script reads the output, and a bar is noise to it. Read when they are imported, which is when a command
+    first embeds (the model loads lazily), after this."""
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # huggingface_hub's switch; transformers' bars follow it
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = build_parser().parse_args(argv)
+    if getattr(args, "json", False):
+        quiet_progress_bars()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -26,7 +26,7 @@ def cmd_summarize(args: argparse.Namespace, settings: Settings) -> int:
     from rag_core.service.library import Library
 
     if args.model:
-        settings = settings.with_overrides(ollama_model=args.model)
+        settings = settings.with_chat_model(args.model)
     shape = Shape.COMPARE if len(args.doc_ids) > 1 else Shape(args.shape)
     lib = Library(settings)
     streamed: list[str] = []
@@ -69,6 +69,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("doc_ids", nargs="+", metavar="DOC_ID", help="the document's id (from `list`)")
     p.add_argument("--as", dest="shape", choices=SHAPES, default="summary",
                    help="a summary (default), its key points, or its outline (headings with pages)")
-    p.add_argument("--model", help="Ollama model to use (default: $DOCCHAT_OLLAMA_MODEL)")
+    p.add_argument("--model", help="Chat model to use (default: the model of $DOCCHAT_CHAT_MODEL)")
     p.add_argument("--no-llm", action="store_true", help="no language model: quote the document")
     p.set_defaults(func=cmd_summarize)

@@ -7,19 +7,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+from typing import TYPE_CHECKING
 
 from rag_core.adapters.cli.common import emit, open_library, terminal_text
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, WikipediaError
-from rag_core.sources.wikipedia import (
-    LICENSE,
-    RefreshItem,
-    WikiHit,
-    checked_article_url,
-    import_article,
-    refresh,
-    search,
-)
+
+if TYPE_CHECKING:  # pragma: no cover - imported by each command: every other command starts without it (issue 28)
+    from rag_core.sources.wikipedia import RefreshItem, WikiHit
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +29,8 @@ def say(line: str) -> None:
 
 def cmd_wiki(args: argparse.Namespace, settings: Settings) -> int:
     """Import one article."""
+    from rag_core.sources.wikipedia import LICENSE, checked_article_url, import_article
+
     title = " ".join(args.title)
     lib = open_library(settings)
     try:
@@ -55,7 +52,7 @@ def cmd_wiki(args: argparse.Namespace, settings: Settings) -> int:
             for c in r.candidates:
                 say(f"  {c}")
             if r.candidates:
-                say(f"Example: python -m rag_core wiki \"{r.candidates[0]}\" --lang {r.lang}")
+                say(f"Example: docchat wiki \"{r.candidates[0]}\" --lang {r.lang}")
             return
         note = "  — already in your library" if r.status == "unchanged" else ""
         say(f"{r.status:<10} {r.title}  (id {r.doc_id}, {r.chunks} chunks, revision {r.revision_id}){note}")
@@ -69,6 +66,8 @@ def cmd_wiki(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_wiki_search(args: argparse.Namespace, settings: Settings) -> int:
     """Search a language edition (no library needed, so it also works while the app runs)."""
+    from rag_core.sources.wikipedia import checked_article_url
+
     words = " ".join(args.words)
     hits = _search(settings, words, args.lang, args.limit)
 
@@ -90,6 +89,8 @@ def cmd_wiki_search(args: argparse.Namespace, settings: Settings) -> int:
 
 def _search(settings: Settings, words: str, lang: str, limit: int) -> list[WikiHit]:
     """search(), with anything unexpected turned into one sentence (the traceback goes to the log with -v)."""
+    from rag_core.sources.wikipedia import search
+
     try:
         return search(settings, words, lang=lang, limit=limit)
     except DocChatError:
@@ -108,6 +109,8 @@ def _item_line(i: RefreshItem) -> str:
 
 def cmd_wiki_refresh(args: argparse.Namespace, settings: Settings) -> int:
     """Check every imported article for a newer revision."""
+    from rag_core.sources.wikipedia import refresh
+
     lib = open_library(settings)
     try:
         report = refresh(lib, settings, dry_run=args.dry_run)
@@ -116,7 +119,7 @@ def cmd_wiki_refresh(args: argparse.Namespace, settings: Settings) -> int:
 
     def human() -> None:
         if report.total == 0:
-            print("No Wikipedia articles in your library. Import one with: python -m rag_core wiki TITLE")
+            print("No Wikipedia articles in your library. Import one with: docchat wiki TITLE")
             return
         dry = " (dry run: nothing was changed)" if report.dry_run else ""
         print(f"Checked {report.total} Wikipedia article{'s' if report.total != 1 else ''}{dry}.")

@@ -17,13 +17,14 @@ from rag_core.answer.generation.notices import (
     DETAILS_NO_MODEL,
     NOTICE_CLOSEST,
     NOTICE_EMPTY,
-    NOTICE_FALLBACK,
     NOTICE_NO_LLM,
     NOTICE_NO_MODEL,
     NOTICE_NOT_IN_SOURCES,
     NOTICE_NOT_RELEVANT,
     NOTICE_UNEXPECTED,
     details_extra,
+    fallback_notice,
+    fault_sentence,
 )
 from rag_core.answer.generation.outcome import (
     NOTICE_STOPPED,
@@ -132,7 +133,7 @@ class AnswerStream:
     @property
     def writes_with_llm(self) -> bool:
         """True when a chat model is to write the answer (a given one, or a configured Ollama model)."""
-        return self.use_llm and (self.chat_model is not None or bool((self.settings.ollama_model or "").strip()))
+        return self.use_llm and (self.chat_model is not None or bool(self.settings.chat_model_name))
 
     def _mark(self, name: str, since: float) -> float:
         now = time.perf_counter()
@@ -268,7 +269,7 @@ class AnswerStream:
             return
         self._direct = verdict.direct
         if chat is None or llm_error is not None:
-            notice = (NOTICE_FALLBACK.format(error=str(llm_error)) if llm_error
+            notice = (fallback_notice(llm_error) if llm_error
                       else NOTICE_NO_LLM if not self.use_llm else NOTICE_NO_MODEL)
             details = DETAILS_NO_MODEL if notice == NOTICE_NO_MODEL else None
             yield from self._extractive(qvec, relevance, notice, llm_error, details)
@@ -322,7 +323,7 @@ class AnswerStream:
         if not self._direct:  # say so first: the person judges the passages, DocChat does not claim an answer
             extra["closest"] = True
             notice = (f"{NOTICE_CLOSEST} {notice}" if withheld
-                      else f"{NOTICE_CLOSEST} {fault}" if fault else NOTICE_CLOSEST)
+                      else f"{NOTICE_CLOSEST} {fault_sentence(fault)}" if fault else NOTICE_CLOSEST)
         self._finish(text, AnswerMode.QUOTES, citations=citations, relevance=relevance, notice=notice,
                      incomplete=incomplete,
                      context_passages=min(EXTRACTIVE_PASSAGES, len(self.passages)),
@@ -336,7 +337,7 @@ class AnswerStream:
         got = yield from read_stream(chat, self.prompt, self.settings.answer_tokens, partial, self._first_token)
         self._mark("llm", t)
         if got.fault is not None and not partial:  # nothing streamed yet: answer extractively instead
-            yield from self._extractive(qvec, relevance, NOTICE_FALLBACK.format(error=str(got.fault)), got.fault)
+            yield from self._extractive(qvec, relevance, fallback_notice(got.fault), got.fault)
             return
         raw = "".join(partial)
         self._conclude(got.ending(self.settings.answer_tokens), raw, got.kept(raw), got.done_reason)

@@ -1,5 +1,6 @@
-"""The chat model that writes answers: any LangChain chat model, with a ChatOllama built from the settings as the
-default, and what differs between the two (per-call options, how a stream ends, which error message to show)."""
+"""The chat model that writes answers: any LangChain chat model, with the one DOCCHAT_CHAT_MODEL names (built by
+LangChain's init_chat_model: "ollama:<model>", the default, or "openai:<model>" for any OpenAI-compatible server) as
+the default, and what differs between them (per-call options, how a stream ends, which error message to show)."""
 from __future__ import annotations
 
 import functools
@@ -8,14 +9,13 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rag_core.answer.model_server import client_kwargs, translate_error
+from rag_core.answer.model_server import CONNECT_TIMEOUT_S, client_kwargs, translate_error
 from rag_core.core.config import Settings
 from rag_core.core.errors import LLMError, OllamaFailed
 
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import BaseMessage, BaseMessageChunk
-    from langchain_ollama import ChatOllama
 
 log = logging.getLogger(__name__)
 
@@ -23,21 +23,33 @@ MODEL_FAILED = ("The language model ({name}) reported a problem ({error}). Try a
                 "how the model is set up.")
 STOP, LENGTH = "stop", "length"
 _LENGTH_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})  # OpenAI, Anthropic, Google spellings
+OLLAMA, OPENAI = "ollama", "openai"  # the providers DOCCHAT_CHAT_MODEL may name
 
 
 @functools.lru_cache(maxsize=8)
-def _chat_ollama(host: str, model: str, api_key: str | None, timeout: float) -> ChatOllama:
-    """A ChatOllama per connection (building one costs ~40 ms of httpx/SSL setup, so it is reused)."""
-    from langchain_ollama import ChatOllama
+def _init_chat_model(provider: str, host: str, model: str, api_key: str | None, timeout: float) -> BaseChatModel:
+    """One chat model per connection, from LangChain's init_chat_model (building one costs ~40 ms of httpx/SSL
+    setup, so it is reused); no retries, so a server that is down is said at once, as for Ollama."""
+    from langchain.chat_models import init_chat_model
 
+    if provider == OPENAI:
+        import openai
+
+        from rag_core.answer.openai_compat import NO_KEY
+
+        return init_chat_model(f"openai:{model}", base_url=host, api_key=api_key or NO_KEY, max_retries=0,
+                               timeout=openai.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout)))
     settings = Settings(ollama_host=host, ollama_model=model, ollama_api_key=api_key, llm_timeout_s=timeout)
-    return ChatOllama(model=model, base_url=host, client_kwargs=client_kwargs(settings))
+    return init_chat_model(f"ollama:{model}", base_url=host, client_kwargs=client_kwargs(settings))
 
 
-def chat_model(settings: Settings, model: str | None = None) -> ChatOllama:
-    """The ChatOllama for these settings (options such as num_ctx are passed per call)."""
-    return _chat_ollama(settings.ollama_host, model or settings.ollama_model, settings.ollama_api_key,
-                        settings.llm_timeout_s)
+def chat_model(settings: Settings, model: str | None = None) -> BaseChatModel:
+    """The chat model of these settings (DOCCHAT_CHAT_MODEL; `model` replaces its name); options such as num_ctx
+    are passed per call."""
+    provider = settings.chat_provider
+    key = settings.openai_api_key if provider == OPENAI else settings.ollama_api_key
+    return _init_chat_model(provider, settings.chat_host, model or settings.chat_model_name, key,
+                            settings.llm_timeout_s)
 
 
 def chat_messages(system: str, user: str) -> list[BaseMessage]:
@@ -51,21 +63,30 @@ def chat_messages(system: str, user: str) -> list[BaseMessage]:
 class ChatBackend:
     """A LangChain chat model and how to talk to it.
 
-    The default ChatOllama gets num_ctx/num_predict/temperature with every call, must end its stream with Ollama's
-    "done" line, and has its faults explained with Ollama advice (rag_core.answer.model_server.translate_error). Any other chat
-    model is called as configured, and its faults become one generic sentence."""
+    The configured model (`provider` "ollama" or "openai") gets its options with every call (Ollama: num_ctx,
+    num_predict, temperature; OpenAI-compatible: max_completion_tokens, temperature), must end its stream with the
+    server's end mark (Ollama's "done" line, a finish_reason), and has its faults explained with advice for that
+    server (rag_core.answer.model_server.translate_error). Any other chat model (`provider` None) is called as
+    configured, and its faults become one generic sentence."""
 
     model: BaseChatModel
     name: str  # for messages and logs
     settings: Settings
-    ollama: bool = False
+    provider: str | None = None
+
+    @property
+    def ollama(self) -> bool:
+        """True for the configured ChatOllama."""
+        return self.provider == OLLAMA
 
     def call_kwargs(self, num_ctx: int, num_predict: int, temperature: float | None = None) -> dict[str, Any]:
-        """Keyword arguments for model.invoke/stream: Ollama's options, nothing for other models."""
+        """Keyword arguments for model.invoke/stream: the server's options, nothing for other models."""
+        temperature = self.settings.temperature if temperature is None else temperature
+        if self.provider == OPENAI:  # the context window is the server's; the prompt already fits the budget
+            return {"max_tokens": num_predict, "temperature": temperature}
         if not self.ollama:
             return {}
-        return {"options": {"num_ctx": num_ctx, "num_predict": num_predict,
-                            "temperature": self.settings.temperature if temperature is None else temperature}}
+        return {"options": {"num_ctx": num_ctx, "num_predict": num_predict, "temperature": temperature}}
 
     def end_reason(self, chunk: BaseMessageChunk) -> str | None:
         """Why the stream ended, when `chunk` says so ("stop", "length"), else None."""
@@ -76,19 +97,25 @@ class ChatBackend:
         return None if not reason else LENGTH if reason in _LENGTH_REASONS else STOP
 
     @property
+    def server(self) -> str:
+        """The server's name in sentences ("Ollama", "the model server")."""
+        return "Ollama" if self.ollama else "the model server"
+
+    @property
     def requires_end(self) -> bool:
-        """True when a stream that stops without an end reason was cut off (Ollama always sends one)."""
-        return self.ollama
+        """True when a stream that stops without an end reason was cut off (Ollama and OpenAI-compatible servers
+        always send one)."""
+        return self.provider is not None
 
     def translate(self, exc: BaseException) -> LLMError:
         """The user-facing LLMError for a fault of this model."""
-        if self.ollama or isinstance(exc, LLMError):
+        if self.provider is not None or isinstance(exc, LLMError):
             return translate_error(exc, self.settings, self.name)
         return LLMError(MODEL_FAILED.format(name=self.name, error=type(exc).__name__))
 
     def is_unexpected(self, fault: LLMError) -> bool:
         """True for faults worth a traceback in the log (not a timeout, a refusal or a missing server)."""
-        return isinstance(fault, OllamaFailed) or not self.ollama
+        return isinstance(fault, OllamaFailed) or self.provider is None
 
 
 def model_name(model: BaseChatModel) -> str:
@@ -101,11 +128,11 @@ def model_name(model: BaseChatModel) -> str:
 
 
 def backend_for(settings: Settings, model: BaseChatModel | None = None, name: str | None = None) -> ChatBackend:
-    """The backend for `model`, or for the ChatOllama of the settings (model `name`, default DOCCHAT_OLLAMA_MODEL)."""
+    """The backend for `model`, or for the chat model of the settings (model `name`, default DOCCHAT_CHAT_MODEL's)."""
     if model is not None:
         return ChatBackend(model, name or model_name(model), settings)
-    name = (name or settings.ollama_model or "").strip()
-    return ChatBackend(chat_model(settings, name), name, settings, ollama=True)
+    name = (name or settings.chat_model_name or "").strip()
+    return ChatBackend(chat_model(settings, name), name, settings, provider=settings.chat_provider)
 
 
 def strip_thinking(text: str) -> str:

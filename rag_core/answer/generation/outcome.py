@@ -150,7 +150,7 @@ def read_stream(chat: ChatBackend, prompt: Prompt, answer_tokens: int, partial: 
             yield tail
         if done_reason is None and loop is None:
             if chat.requires_end:
-                fault = StreamInterrupted()  # the stream ended without Ollama's final "done" line
+                fault = StreamInterrupted(chat.server)  # the stream ended without the server's end mark
             else:
                 done_reason = STOP  # other chat models may not say why they stopped: the stream ended normally
     except LLMError as e:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from rag_core.core.models import Citation, Passage
+from rag_core.core.models import Answer, Citation, Passage
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,56 @@ def resolve(text: str, passages: list[Passage] | tuple[Passage, ...]) -> Resolve
         log.warning("Answer cited %d marker(s) that match no source (%s); only %d sources were given.",
                     len(invalid), ", ".join(f"[{n}]" for n in invalid), len(passages))
     return ResolvedCitations(tuple(citations.values()), tuple(invalid), "".join(pieces))
+
+
+def renumbered(answer: Answer) -> Answer:
+    """The answer with its sources numbered 1..k in the order a reader meets them (first cited in the text first,
+    then those the text does not cite) and listed in that order, the [n] markers of its text and every offset and
+    number that points into it changed to match: a reply never shows a lone [3]. Numbers no source has are dropped
+    from their brackets. The same answer again gives itself (shown and exported answers agree)."""
+    if not answer.citations:
+        return answer
+    listed = [c.n for c in answer.citations]
+    known = set(listed)
+    order = [n for n in cited_numbers(answer.text) if n in known]
+    order += [n for n in listed if n not in order]
+    new = {old: i + 1 for i, old in enumerate(order)}
+    edits: list[tuple[int, int, str]] = []  # (start, end, replacement) in the old text
+    for mk in find_markers(answer.text):
+        numbers = list(dict.fromkeys(new[n] for n in mk.numbers if n in new))
+        if numbers != list(mk.numbers):
+            start = mk.start - 1 if not numbers and mk.start and answer.text[mk.start - 1] == " " else mk.start
+            edits.append((start, mk.end, "[" + ", ".join(map(str, numbers)) + "]" if numbers else ""))
+    if not edits and order == listed and all(new[n] == n for n in listed):
+        return answer
+
+    def at(pos: int) -> int:  # an offset of the old text in the new one
+        shift = 0
+        for start, end, repl in edits:
+            if pos <= start:
+                break
+            if pos < end:
+                return start + shift + min(pos - start, len(repl))
+            shift += len(repl) - (end - start)
+        return pos + shift
+
+    def renum(numbers: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(new[n] for n in numbers if n in new)
+
+    pieces, pos = [], 0
+    for start, end, repl in edits:
+        pieces += [answer.text[pos:start], repl]
+        pos = end
+    text = "".join(pieces) + answer.text[pos:]
+    by_n = {c.n: c for c in answer.citations}
+    citations = tuple(replace(by_n[n], n=new[n], answer_spans=tuple((at(a), at(b)) for a, b in by_n[n].answer_spans))
+                      for n in order)
+    sentences = tuple(replace(s, start=at(s.start), end=at(s.end), cited=renum(s.cited),
+                              supported_by=renum(s.supported_by)) for s in answer.sentences)
+    extra = dict(answer.extra)
+    if isinstance(extra.get("instructions"), list):
+        extra["instructions"] = [new[n] for n in extra["instructions"] if n in new]
+    return replace(answer, text=text, citations=citations, sentences=sentences, extra=extra)
 
 
 def source_url(passage: Passage) -> str | None:

@@ -99,6 +99,79 @@ def file_stem(file_name: str) -> str:
     return stem.strip() or name.strip() or file_name
 
 
+# A title that names no document: an application's default ("Untitled", "Presentation1", "Book1"), a placeholder
+# ("Click to add title") or a style's name ("Heading 1"), whatever the case, spacing or trailing number.
+_PLACEHOLDER_TITLE_RE = re.compile(
+    r"(?:(?:untitled|new|blank|my)\s*)?(?:(?:microsoft\s+(?:office\s+)?)?(?:word|powerpoint|excel)\s*)?"
+    r"(?:untitled|title|subtitle|heading|document|doc|presentation|workbook|worksheet|book|sheet|slide|page|file|"
+    r"none|null|unknown|default|click to add title|excel|word)?[\s_-]*\d*", re.IGNORECASE)
+# What a program puts around a file's name when it makes that the title: "Microsoft Word - report.docx".
+_APP_PREFIX_RE = re.compile(r"^(?:microsoft\s+(?:office\s+)?(?:word|powerpoint|excel)|libreoffice\s+\w+)\s+-\s+",
+                            re.IGNORECASE)
+_FILE_EXTENSION_RE = re.compile(
+    r"\.(?:docx?|pdf|tex|dvi|ps|rtf|odt|odp|ods|pptx?|xlsx?|csv|indd|qxd|txt|md|html?|epub|png|jpe?g|tiff?)$",
+    re.IGNORECASE)
+_TITLE_LETTER_RE = re.compile(r"[^\W\d_]")
+_NUMBERED_HEADING_RE = re.compile(r"^(?:(?:chapter|section|part|kapitel|chapitre|cap[ií]tulo)\s+)?"
+                                  r"(?:\d{1,2}(?:\.\d+)*[.):]?(?:\s|$)|[IVXLC]+[.):](?:\s|$))", re.IGNORECASE)
+#: The longest heading taken as a document's title; a longer one is a sentence, not a name.
+MAX_TITLE_CHARS = 150
+
+
+# A line that starts like a list item: a bullet glyph (a middle dot, a dash, Symbol's private-use bullet too), or
+# "1)", "(a)", "iv)".
+_ITEM_START_RE = re.compile(r"^(?:[•◦▪▫‣∙●○■□➢➤✓✔·*\-–—►▸◆♦\uf0b7\uf0a7]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,5})\))\s")
+# Where a line stops a sentence or a clause; a heading rarely ends like that.
+_SENTENCE_END_RE = re.compile(r"[.!?;,]\W*$")
+
+
+def reads_as_text(text: str) -> bool:
+    """A line that is a list item or a sentence whatever its size, never a heading: it starts with a bullet or a list
+    number ("•", "1)", "(a)"), ends a sentence or clause after five words or more, runs past 20 words, or lists
+    (two commas or more in over ten words)."""
+    words = text.split()
+    if _ITEM_START_RE.match(text) or len(words) > 20:
+        return True
+    if len(words) >= 5 and _SENTENCE_END_RE.search(text):
+        return True
+    return len(words) > 10 and text.count(",") >= 2
+
+
+def real_title(raw: str, file_name: str) -> str:
+    """`raw` (a metadata title), cleaned, when it names the document; "" when it is empty, a placeholder ("Untitled",
+    "Presentation1", "Heading 1") or a file name ("Microsoft Word - x.doc", "report_v2_final", the file's own stem).
+    "Microsoft Word - Quarterly Report.docx" gives "Quarterly Report"."""
+    raw_title = collapse_ws(clean_text(raw))
+    title = collapse_ws(_FILE_EXTENSION_RE.sub("", _APP_PREFIX_RE.sub("", raw_title)))
+    if not _TITLE_LETTER_RE.search(title) or _PLACEHOLDER_TITLE_RE.fullmatch(title):
+        return ""
+    one_word = not any(c.isspace() for c in title)
+    if one_word and (title != raw_title or "_" in title or "/" in title or "\\" in title or title.count("-") >= 2):
+        return ""  # "Microsoft Word - x.doc", "pdf_text_3-pages", "scan-2024-01-03": a file's name, not a title
+    if title == file_stem(file_name):
+        return ""  # the file's own name copied into its properties: the file name says it already
+    return title
+
+
+def heading_title(heading: str, file_name: str) -> str:
+    """A first heading as the document's title: not a numbered chapter or section ("1 Introduction", "2.3 Costs",
+    "Chapter 4"), nor longer than MAX_TITLE_CHARS; "" otherwise."""
+    heading = collapse_ws(heading)
+    if len(heading) > MAX_TITLE_CHARS or _NUMBERED_HEADING_RE.match(heading):
+        return ""
+    return real_title(heading, file_name)
+
+
+def choose_title(file_name: str, *candidates: str, heading: str = "") -> str:
+    """The document's title: the first of `candidates` (metadata, a Title-style line) that is a real title (see
+    real_title); else the file's name when a person wrote it as one ("The Zen of Python.docx"); else the first
+    `heading` when it can be a title (see heading_title); else the file's name without its extension."""
+    stem = file_stem(file_name)
+    named = stem if any(c.isspace() for c in stem) and "_" not in stem and real_title(stem, "") else ""
+    found = (real_title(c, file_name) for c in candidates if c)
+    return next((t for t in found if t), "") or named or heading_title(heading, file_name) or stem
+
+
 def collapse_ws(text: str) -> str:
     """Collapse runs of whitespace into single spaces."""
     return " ".join(text.split())

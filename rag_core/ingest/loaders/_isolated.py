@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 _POLL_S = 0.2  # how often the parent looks whether the job was cancelled while the child works
 _GRACE_S = 1.0  # the child checks the deadline itself; it is killed if it has not answered this long after it
+# Progress lines come on a pipe handed to the child (pass_fds), which Windows' subprocess cannot do: there the file is
+# read the same way, without progress. The child is stopped with Popen.kill everywhere (TerminateProcess on Windows).
+_PASS_FDS = os.name == "posix"
 _HOME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # the folder holding rag_core
 
 
@@ -114,7 +117,7 @@ def run_isolated(func: Callable[..., T], args: tuple, deadline: Deadline, reader
     file_name = deadline.file_name
     deadline.check()
     left = deadline.left()
-    read_fd, write_fd = os.pipe() if progress is not None and os.name == "posix" else (None, None)
+    read_fd, write_fd = os.pipe() if progress is not None and _PASS_FDS else (None, None)
     request = pickle.dumps((func.__module__, func.__qualname__, args, deadline.seconds, left, file_name, write_fd))
     try:
         proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from rag_core.ingest.loaders._common import clean_text, collapse_ws
+from rag_core.ingest.loaders._common import clean_text, collapse_ws, reads_as_text
 from rag_core.ingest.loaders._pdf_order import MIN_GUTTER, reading_order
 
 _CELL_GAP = 1.0  # a gap of this many font sizes between two pieces of a row separates table cells
@@ -16,7 +16,6 @@ _FFFD_RUN_RE = re.compile("\ufffd+")
 # A row that starts a list item: a bullet glyph, or "1)", "(a)", "iv)".
 _LIST_START_RE = re.compile(r"^(?:[•◦▪▫‣∙●○■□➢➤✓✔]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,5})\))\s")
 _PARA_END = ".!?:;\"”»)"
-
 
 @dataclass
 class _Span:
@@ -306,7 +305,7 @@ def _is_font_heading(block: TextBlock, body: float) -> bool:
     if not rows or len(rows) > 3 or body <= 0:
         return False
     text = " ".join(r.text for r in rows)
-    if len(text) > 150 or not LETTER_RE.search(text):
+    if len(text) > 150 or not LETTER_RE.search(text) or reads_as_text(text):
         return False
     size = min(r.size for r in rows)
     return size >= 1.25 * body or (size >= 1.1 * body and all(r.bold for r in rows))

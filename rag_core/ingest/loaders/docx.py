@@ -15,7 +15,15 @@ from lxml import etree
 from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, NoText, UnsupportedFileType
-from rag_core.ingest.loaders._common import Extracted, HeadingStack, build_sections, clean_text, collapse_ws, file_stem
+from rag_core.ingest.loaders._common import (
+    Extracted,
+    HeadingStack,
+    build_sections,
+    choose_title,
+    clean_text,
+    collapse_ws,
+    reads_as_text,
+)
 from rag_core.ingest.loaders._common import add_lines as _add_lines
 from rag_core.ingest.loaders._common import flatten_cell as _flatten
 from rag_core.ingest.loaders._isolated import run_isolated
@@ -85,7 +93,7 @@ def read_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
     stack = HeadingStack()
     length = 0
     prev_was_list = False
-    first_title: str | None = None
+    first_title = first_heading = ""
     for i, (kind, text, level) in enumerate(_blocks(document)):
         if not i % 256:
             deadline.check()
@@ -102,6 +110,7 @@ def read_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
                 first_title = first_title or label
             else:
                 path = stack.push(level, label)
+                first_heading = first_heading or label
             heads.append((length, path))
         parts.append(text)
         length += len(text)
@@ -114,7 +123,7 @@ def read_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
         core_title = collapse_ws(document.core_properties.title or "")
     except (KeyError, ValueError, etree.LxmlError) as e:
         log.info("%s: unreadable core properties (%s)", file_name, e)
-    title = core_title or first_title or file_stem(file_name)
+    title = choose_title(file_name, core_title, first_title, heading=first_heading)
     hidden = _hidden_runs(document.element.body)
     if hidden:
         log.info("%s: %d runs of hidden text (hidden, white or tiny)", file_name, len(hidden))
@@ -250,7 +259,8 @@ def _heading_level(para: Paragraph) -> int | None:
             value = int(outline.get(_W + "val", "9"))
         except ValueError:
             return None
-        return value + 1 if 0 <= value < 9 else None
+        # An outline level without a heading style: a list item or a sentence set so stays body text.
+        return value + 1 if 0 <= value < 9 and not reads_as_text(collapse_ws(para.text)) else None
     return None
 
 

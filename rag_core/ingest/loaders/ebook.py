@@ -28,7 +28,7 @@ from rag_core.core.errors import CorruptFile, IngestError, NoText, TooManyPassag
 from rag_core.core.models import Progress
 from rag_core.ingest.chunking import MAX_PASSAGES
 from rag_core.ingest.loaders._blocks import Block, BlockKind
-from rag_core.ingest.loaders._common import Extracted, build_sections, check_zip, collapse_ws, file_stem
+from rag_core.ingest.loaders._common import Extracted, build_sections, check_zip, choose_title, collapse_ws
 from rag_core.ingest.loaders._html_text import blocks_of, tag_of
 from rag_core.ingest.loaders._isolated import run_isolated
 from rag_core.ingest.loaders.web import decode_html, parse_html
@@ -103,7 +103,7 @@ def read_epub(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
         raise CorruptFile(file_name, "a part of the e-book could not be unpacked") from e
     if not text.strip():
         raise NoText(file_name)
-    title = package.title or file_stem(file_name)
+    title = choose_title(file_name, package.title)
     if package.authors:
         title = f"{title} — {', '.join(package.authors)}"
     return Extracted(text, build_sections(text, heads), title)

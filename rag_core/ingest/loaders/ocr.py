@@ -29,6 +29,7 @@ from rag_core.core.errors import ScanTooLong
 from rag_core.core.models import Progress
 from rag_core.core.text import TOKEN_RE
 from rag_core.ingest.loaders._pdf_layout import LETTER_RE, Page
+from rag_core.ingest.loaders._tesseract import tessdata_beside_program
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,15 @@ JOIN_GAP_EM = 0.9
 #: A recognised line this much larger than the page's body text is a heading: never joined to the lines around it.
 HEADING_RATIO = 1.2
 _JUNK_RE = re.compile(r"[\W_]{1,2}")  # one or two marks: maybe specks of the scan
+# What Tesseract reads a list's bullet as, before the item's first word: marks it never starts a sentence with...
+_BULLET_MARKS = frozenset("•·∙●○◦▪■□¢°*+@")
+# ...and marks, letters or digits that can begin a line of text too ("© Oxford", "« Oui »") or are no word of their
+# own there ("e Each", "0 One", "o Optional"): a bullet only before a capital where a new item starts (first line of
+# its block, after a finished sentence, or set apart by a gap), and a guillemet only when the line has no other.
+_BULLET_LOOKALIKES = frozenset({"©", "®", "«", "»", "e", "o", "O", "0", "c", "eo", "oe", "ee", "°e"})
+_CLAUSE_END = ".!?:;"
+#: The gap after a look-alike bullet ("e", "0"), in font sizes, that sets it apart from the item's first word.
+BULLET_GAP_EM = 0.6
 _MIN_COMMON_SHARE = 0.05  # below this share of common words the sample is not text in that language
 
 
@@ -102,10 +112,13 @@ def ocr_megapixels(rect: pymupdf.Rect, dpi: int) -> float:
 
 def find_tessdata() -> Path | None:
     """Tesseract's language-data folder: TESSDATA_PREFIX when set (and only it), else the first usual system folder
-    that has language packs; None when there is none."""
+    that has language packs, else the one beside a Tesseract program (Homebrew, the Windows installer); None when
+    there is none."""
     given = os.environ.get("TESSDATA_PREFIX")
     candidates = [given] if given else [
         folder for pattern in _TESSDATA_GLOBS for folder in sorted(glob.glob(pattern), reverse=True)]
+    if not given:
+        candidates += tessdata_beside_program()
     for folder in candidates:
         if folder and any(Path(folder).glob("*.traineddata")):
             return Path(folder)
@@ -159,19 +172,22 @@ def split_at_gutters(raw: dict) -> dict:
     for block in raw.get("blocks", ()):
         if block.get("type") != 0:
             continue
-        lines = []
+        lines: list[dict] = []
         block_lines = [(line, _words(line)) for line in block.get("lines", ())]
         for line, words in block_lines:
             others = [o for other, found in block_lines if other is not line for o in found
                       if not _JUNK_RE.fullmatch(o.text)]
-            kept = [w for i, w in enumerate(words) if not (  # a speck of the scan read as a mark, in an empty gutter
-                _JUNK_RE.fullmatch(w.text)
+            after = lines[-1]["spans"][-1]["text"] if lines and lines[-1]["spans"] else ""
+            words = bullet_fixed(words, first=not lines, after=after)
+            kept = [w for i, w in enumerate(words) if w.text == "•" and not i or not (  # a speck of the scan read as
+                _JUNK_RE.fullmatch(w.text)  # a mark, in an empty gutter
                 and (words[i + 1].x0 if i + 1 < len(words) else math.inf) - (words[i - 1].x1 if i else -math.inf)
                 > GUTTER_EM * max(w.size, 1.0)
                 and not any(o.x0 < w.x1 and w.x0 < o.x1 for o in others))]
             pieces: list[list[_Word]] = []
             for i, word in enumerate(kept):
-                if not pieces or word.x0 - kept[i - 1].x1 > GUTTER_EM * max(word.size, 1.0):
+                if not pieces or (word.x0 - kept[i - 1].x1 > GUTTER_EM * max(word.size, 1.0)
+                                  and not (i == 1 and kept[0].text == "•")):
                     pieces.append([])
                 pieces[-1].append(word)
             for piece in pieces:
@@ -181,6 +197,22 @@ def split_at_gutters(raw: dict) -> dict:
                 lines.append({"dir": line.get("dir", (1.0, 0.0)), "bbox": bbox, "spans": spans})
         blocks.append({"type": 0, "lines": lines})
     return {"blocks": join_stacked_blocks(blocks)}
+
+
+def bullet_fixed(words: list[_Word], first: bool, after: str) -> list[_Word]:
+    """An OCR line whose first "word" is a list bullet misread ("e", "¢", "«", "°", "©", "0"...) before a capitalised
+    word, with that bullet written as "•"; other lines unchanged. A look-alike letter or digit counts only where an
+    item can start: on the first line of its block (`first`), after a line that ends a sentence (`after`, the last
+    word before), or set apart by a gap of BULLET_GAP_EM; a real word ("a", "A", "I") never counts."""
+    if len(words) < 2 or not words[1].text[:1].isupper():
+        return words
+    mark, nxt = words[0], words[1]
+    if mark.text in ("«", "»") and any(q in w.text for w in words[1:] for q in "«»"):
+        return words  # a quotation: « Oui », »Ja«
+    if mark.text not in _BULLET_MARKS and not (mark.text in _BULLET_LOOKALIKES and (
+            first or after.rstrip()[-1:] in _CLAUSE_END or nxt.x0 - mark.x1 >= BULLET_GAP_EM * max(mark.size, 1.0))):
+        return words
+    return [mark._replace(text="•"), *words[1:]]
 
 
 def join_stacked_blocks(blocks: list[dict]) -> list[dict]:

@@ -27,7 +27,13 @@ from rag_core.core.errors import CorruptFile, EncryptedFile, NoText, TooManyPass
 from rag_core.core.models import Progress
 from rag_core.ingest.chunking import MAX_PASSAGES
 from rag_core.ingest.loaders._blocks import Assembled, Block, BlockKind, assemble
-from rag_core.ingest.loaders._common import Extracted, build_sections, check_zip, collapse_ws, file_stem
+from rag_core.ingest.loaders._common import (
+    Extracted,
+    build_sections,
+    check_zip,
+    choose_title,
+    collapse_ws,
+)
 from rag_core.ingest.loaders._isolated import run_isolated
 from rag_core.ingest.loaders._odf import DRAW, NS, OFFICE, PRESENTATION, SVG, BodyReader, Styles, length_cm
 from rag_core.ingest.loaders._ods import read_sheets
@@ -142,7 +148,7 @@ def read_odf(data: bytes, file_name: str, settings: Settings, deadline: Deadline
                 kind = _body_kind(f)
             if kind == OdfKind.ODS:
                 with zf.open("content.xml") as f:
-                    return read_sheets(f, file_name, settings, meta_title or file_stem(file_name), deadline, progress)
+                    return read_sheets(f, file_name, settings, choose_title(file_name, meta_title), deadline, progress)
             if kind in (OdfKind.ODT, OdfKind.ODP):
                 deadline.check()
                 root = etree.fromstring(zf.read("content.xml"), _parser())
@@ -182,10 +188,10 @@ def _extracted(assembled: Assembled, kind: str, meta_title: str, hidden: tuple[s
         if not titles and stats.get("para", 0) + stats.get("list", 0) + stats.get("table", 0) <= stats.get("slide", 0):
             raise NoText(file_name)  # only "Slide N" lines: no slide has a title or any text
         first_slide_title = titles[0] if titles else ""
-        title = meta_title or first_slide_title or file_stem(file_name)
+        title = choose_title(file_name, meta_title, first_slide_title)
         pages = assembled.page_starts
         return Extracted(text, build_sections(text, assembled.heads), title, len(pages), pages, hidden=hidden)
-    title = meta_title or assembled.first_title or assembled.first_heading or file_stem(file_name)
+    title = choose_title(file_name, meta_title, assembled.first_title, heading=assembled.first_heading)
     return Extracted(text, build_sections(text, assembled.heads), title, hidden=hidden)
 
 

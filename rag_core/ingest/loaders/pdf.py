@@ -17,7 +17,14 @@ import pymupdf
 from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, EncryptedFile, IngestTimedOut, NoText, NoTextLayer
 from rag_core.core.models import Progress
-from rag_core.ingest.loaders._common import Extracted, HeadingStack, build_sections, clean_text, collapse_ws, file_stem
+from rag_core.ingest.loaders._common import (
+    Extracted,
+    HeadingStack,
+    build_sections,
+    choose_title,
+    clean_text,
+    collapse_ws,
+)
 from rag_core.ingest.loaders._isolated import run_isolated
 from rag_core.ingest.loaders._pdf_layout import (
     LETTER_RE,
@@ -55,14 +62,12 @@ _MONO_FONT_RE = re.compile(r"mono|courier|consol|typewriter|cmtt|nimbusmon|menlo
 _MAX_RUNNING_ROWS = 2  # header/footer lines peeled from each page edge
 _HIDDEN_SIZE = 1.5  # points: text smaller than this cannot be read on the page
 _NEAR_WHITE = 0xF0  # every colour channel at least this: white text (the page is assumed white, not checked)
+# A word OCR read cleanly enough for a title: two letters or more (a hyphen or apostrophe inside), or "A", "I", "&".
+_OCR_WORD_RE = re.compile(r"[^\W\d_]{2,}(?:['’-][^\W\d_]+)*[:,]?|[AaI&]")
 _MAX_HIDDEN = 2000  # hidden runs kept per document
 _PAGE_WORDS = {"page", "seite", "p", "pg", "página", "pagina", "side", "sida", "strona"}
 _NUMBERING_RE = re.compile(
     r"(?:chapter|kapitel|chapitre|section|abschnitt|part|teil|appendix|anhang)?[0-9ivxlcdm]*"
-)
-_MEANINGLESS_TITLES = {"untitled", "untitled document", "title", "document", "none", "null", "unknown", "slide 1"}
-_TITLE_JUNK_RE = re.compile(
-    r"^(?:microsoft (?:word|powerpoint|excel) - )|\.(?:docx?|pdf|tex|dvi|rtf|odt|pptx?|indd|txt|html?)$", re.I
 )
 
 
@@ -178,7 +183,8 @@ def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: 
     if not heads:
         stack = HeadingStack()
         heads = [(offset, stack.push(level, label)) for offset, level, label in font_heads]
-    title = _meaningful_title((doc.metadata or {}).get("title") or "") or file_stem(file_name)
+    title = choose_title(file_name, (doc.metadata or {}).get("title") or "", heading=_first_page_heading(
+        heads, page_starts[1] if len(page_starts) > 1 else len(text), scanned=0 in reader.pages))
     hidden = tuple(run for page in pages for run in page.hidden)[:_MAX_HIDDEN]
     if hidden:
         log.info("%s: %d runs of invisible text (white or tiny)", file_name, len(hidden))
@@ -374,10 +380,12 @@ def _title_matches(para_key: str, title_key: str) -> bool:
     return len(title_key) >= 12 and para_key.startswith(title_key)
 
 
-def _meaningful_title(raw: str) -> str:
-    """The metadata title unless it is empty or boilerplate ("Untitled", "Microsoft Word - x.doc")."""
-    title = collapse_ws(clean_text(raw))
-    title = collapse_ws(_TITLE_JUNK_RE.sub("", title))
-    if len(title) < 2 or title.casefold() in _MEANINGLESS_TITLES or not LETTER_RE.search(title):
+def _first_page_heading(heads: list[tuple[int, tuple[str, ...]]], page_end: int, scanned: bool = False) -> str:
+    """The top heading of page 1 (the highest level there, the first of those) when it can be the title, else "";
+    on a scanned page only when every word of it was read cleanly (OCR misreads a running head as "habter H-")."""
+    first_page = [path for offset, path in heads if offset < page_end and path]
+    top = min((len(path) for path in first_page), default=0)
+    heading = next((path[-1] for path in first_page if len(path) == top), "")
+    if scanned and not all(_OCR_WORD_RE.fullmatch(word) for word in heading.split()):
         return ""
-    return title
+    return heading

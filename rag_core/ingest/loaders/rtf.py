@@ -19,7 +19,13 @@ from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, NoText
 from rag_core.core.models import Progress
 from rag_core.ingest.loaders._blocks import Block, BlockKind, assemble
-from rag_core.ingest.loaders._common import Extracted, build_sections, clean_text, collapse_ws, file_stem
+from rag_core.ingest.loaders._common import (
+    Extracted,
+    build_sections,
+    choose_title,
+    clean_text,
+    collapse_ws,
+)
 from rag_core.ingest.loaders._isolated import run_isolated
 from rag_core.ingest.loaders._rtf_tokens import HID, ILVL, INTBL, LIST, OUTLINE, STYLE, D, Dest, RtfTokenizer
 
@@ -49,7 +55,7 @@ def read_rtf(data: bytes, file_name: str, settings: Settings, deadline: Deadline
     text = assembled.text
     if not text.strip():
         raise NoText(file_name)
-    title = reader.title() or assembled.first_title or assembled.first_heading or file_stem(file_name)
+    title = choose_title(file_name, reader.title(), assembled.first_title, heading=assembled.first_heading)
     log.debug("%s: RTF blocks %s, %d styles", file_name, assembled.stats, len(reader.styles))
     return Extracted(text, build_sections(text, assembled.heads), title, hidden=tuple(reader.hidden[:_MAX_HIDDEN]))
 

@@ -34,7 +34,7 @@ from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, DocChatError, NoText
 from rag_core.core.models import Progress
 from rag_core.ingest.loaders._blocks import Block, BlockKind, assemble
-from rag_core.ingest.loaders._common import Extracted, build_sections, check_zip, collapse_ws, file_stem
+from rag_core.ingest.loaders._common import Extracted, build_sections, check_zip, choose_title, collapse_ws, file_stem
 from rag_core.ingest.loaders._isolated import run_isolated
 from rag_core.ingest.loaders._tables import block_budget, cell_text, header_blocks, row_line
 
@@ -121,7 +121,7 @@ def read_xlsx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
     if skipped:
         names = ", ".join(f"“{n}”" for n in skipped[:_MAX_LISTED]) + (", …" if len(skipped) > _MAX_LISTED else "")
         notes.append(f"Sheets not read, as the rows before them reached the limit: {names}.")
-    return _extracted(file_name, notes, sheets, title or file_stem(file_name), deadline)
+    return _extracted(file_name, notes, sheets, choose_title(file_name, title), deadline)
 
 
 def _xlsx_sheet(ws: Any, name: str, limits: _Limits, budget: int, deadline: Deadline,

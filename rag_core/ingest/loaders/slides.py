@@ -27,7 +27,7 @@ from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, DocChatError, NoText
 from rag_core.core.models import Progress
 from rag_core.ingest.loaders._blocks import Block, BlockKind, assemble
-from rag_core.ingest.loaders._common import Extracted, build_sections, check_zip, clean_text, collapse_ws, file_stem
+from rag_core.ingest.loaders._common import Extracted, build_sections, check_zip, choose_title, clean_text, collapse_ws
 from rag_core.ingest.loaders._isolated import run_isolated
 from rag_core.ingest.loaders._tables import block_budget, cell_text, header_blocks, row_line
 
@@ -37,8 +37,6 @@ NOTES_MARK = "Speaker notes:"
 _ROW_BAND = 228_600  # EMU (a quarter inch): shapes whose tops are this close are one row, read left to right
 _SKIPPED_PLACEHOLDERS = frozenset({PP_PLACEHOLDER.DATE, PP_PLACEHOLDER.FOOTER, PP_PLACEHOLDER.SLIDE_NUMBER,
                                    PP_PLACEHOLDER.HEADER})
-_MEANINGLESS_TITLES = {"", "powerpoint presentation", "presentation", "presentation1", "untitled", "slide 1",
-                       "title", "click to add title"}
 # Errors python-pptx raises on damaged files (lxml's parse errors are SyntaxErrors too).
 _PPTX_ERRORS = (PythonPptxError, KeyError, IndexError, ValueError, TypeError, AttributeError, SyntaxError,
                 etree.LxmlError, zipfile.BadZipFile, zlib.error, EOFError, OSError)
@@ -88,7 +86,7 @@ def read_pptx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
         core_title = collapse_ws(prs.core_properties.title or "")
     except _PPTX_ERRORS as e:
         log.info("%s: unreadable core properties (%s)", file_name, e)
-    title = next((t for t in (core_title, first_title) if t.lower() not in _MEANINGLESS_TITLES), file_stem(file_name))
+    title = choose_title(file_name, core_title, first_title)
     return Extracted(joined.text, build_sections(joined.text, joined.heads), title, page_count=len(slides),
                      page_starts=joined.page_starts)
 

@@ -11,6 +11,7 @@ from rag_core.ingest.loaders._common import (
     Extracted,
     HeadingStack,
     build_sections,
+    choose_title,
     clean_text,
     collapse_ws,
     file_stem,
@@ -99,7 +100,7 @@ def load_text(data: bytes, file_name: str, kind: str, deadline: Deadline | None 
         raise EmptyFile(file_name)
     if kind == "md":
         heads, title = _markdown_headings(text, deadline)
-        return Extracted(text, build_sections(text, heads), title or file_stem(file_name))
+        return Extracted(text, build_sections(text, heads), choose_title(file_name, title or ""))
     return Extracted(text, build_sections(text, ()), file_stem(file_name))
 
 

@@ -19,7 +19,7 @@ from rag_core.core.deadline import Deadline
 from rag_core.core.errors import NoText
 from rag_core.core.models import Progress
 from rag_core.ingest.loaders._blocks import BlockKind, assemble
-from rag_core.ingest.loaders._common import Extracted, build_sections, clean_text, collapse_ws, file_stem
+from rag_core.ingest.loaders._common import Extracted, build_sections, choose_title, clean_text, collapse_ws
 from rag_core.ingest.loaders._html_main import lead_heading, main_content
 from rag_core.ingest.loaders._html_text import HTML_PARSER, blocks_of, tag_of
 from rag_core.ingest.loaders._isolated import run_isolated
@@ -68,7 +68,7 @@ def read_html(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
     if not text.strip():
         raise NoText(file_name)
     first_h1 = next((b.text for b in blocks if b.kind is BlockKind.HEADING and b.level == 1), "")
-    title = page_title(head_title, og_title, first_h1) or file_stem(file_name)
+    title = choose_title(file_name, page_title(head_title, og_title, first_h1))
     log.debug("%s: %d blocks, %d characters, title %r", file_name, len(blocks), len(text), title)
     return Extracted(text, build_sections(text, assembled.heads), title)
 

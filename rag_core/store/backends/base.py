@@ -7,11 +7,12 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
-
-from langchain_qdrant import SparseVector
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from rag_core.core.errors import DiskFull, DocChatError
+
+if TYPE_CHECKING:  # pragma: no cover - at run time only `sparse_vector` needs the class (its import takes seconds)
+    from langchain_qdrant import SparseVector
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +193,8 @@ def translated(backend: Backend, action: str, outcome: str | None = None) -> Ite
 
 def sparse_vector(indices: Sequence[int], values: Sequence[float]) -> SparseVector:
     """A SparseVector from trusted (indices, values), without pydantic validation."""
+    from langchain_qdrant import SparseVector
+
     return SparseVector.model_construct(indices=list(indices), values=list(values))
 
 

@@ -30,10 +30,9 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import qdrant_edge as qe
-from langchain_qdrant import SparseVector
 
 from rag_core.core.errors import DiskFull, DocChatError, LibraryBusy, StorageError
 from rag_core.core.files import allocated_bytes, exclusive_lock, free_bytes, reserve_space
@@ -54,6 +53,9 @@ from rag_core.store.backends.base import (
     raw_points,
     registry_point_id,
 )
+
+if TYPE_CHECKING:  # pragma: no cover - type only: importing langchain-qdrant takes seconds (issue 28)
+    from langchain_qdrant import SparseVector
 
 log = logging.getLogger(__name__)
 
