@@ -78,8 +78,8 @@ def test_dropped_slides_and_sheets_are_cited_by_slide_and_sheet(page, app_url, l
     expect(main.get_by_text(re.compile(r"Added office_workbook_budget-formula-hidden\.xlsx — \d+ passages?"))
            ).to_be_visible(timeout=INGEST_TIMEOUT)
     wait_idle(page)
-    expect(main.get_by_text(re.compile(r"^PowerPoint · 4 slides · \d+ passages · added "))).to_be_visible()
-    expect(main.get_by_text(re.compile(r"^Excel · \d+ passages? · added "))).to_be_visible()
+    expect(main.get_by_text(re.compile(r"^(office_slides_table-notes-untitled\.pptx · )?PowerPoint · 4 slides · \d+ passages · added "))).to_be_visible()
+    expect(main.get_by_text(re.compile(r"^(office_workbook_budget-formula-hidden\.xlsx · )?Excel · \d+ passages? · added "))).to_be_visible()
 
     open_page(page, app_url, "")
     reply, cards = _ask(page, "How much of the travel budget was spent?")

@@ -173,7 +173,7 @@ def test_read_tools_bad_arguments_and_a_library_in_use(filled, embedder, tmp_pat
 
         bad, ans = await call(c, "ask", {"question": "What is the capital of France?"})
         assert not bad and ans["mode"] == "quotes" and "Paris" in ans["answer"]
-        assert "Ollama" in ans["notice"]  # the model could not be reached, so these are quotes
+        assert "The AI model that writes answers is not available" in ans["notice"]  # so these are quotes
         assert ans["citations"] and all(x["status"] == "verified" for x in ans["citations"])
         cited = ans["citations"][0]
         assert cited["quote"] in text and "[1]" in ans["answer"]

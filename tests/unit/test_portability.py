@@ -212,18 +212,23 @@ def _defined_names(node: ast.stmt) -> list[str]:
 def _unmarked_linux_tests(path: Path) -> list[str]:
     source = path.read_text(encoding="utf-8")
     tree = ast.parse(source)
+    lines = source.splitlines()
+
+    def segment(node: ast.AST) -> str:  # ast.get_source_segment splits the whole file on every call: 14 s here
+        return "\n".join(lines[node.lineno - 1:node.end_lineno]) if hasattr(node, "lineno") else ""
+
     module_marked = "pytest.mark.linux_only" in "".join(
-        ast.get_source_segment(source, n) or "" for n in tree.body
+        segment(n) or "" for n in tree.body
         if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in n.targets))
     # module-level helpers and constants that use the tools (a test using one of them uses the tools too)
-    tainted = {name for n in tree.body if LINUX_TOOLS.search(ast.get_source_segment(source, n) or "")
+    tainted = {name for n in tree.body if LINUX_TOOLS.search(segment(n) or "")
                for name in _defined_names(n) if not name.startswith("test_")}
     uses = re.compile("|".join([LINUX_TOOLS.pattern, *(rf"\b{re.escape(n)}\b" for n in sorted(tainted))]))
     unmarked = []
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_"):
-            body = ast.get_source_segment(source, node) or ""
-            marked = module_marked or any("linux_only" in (ast.get_source_segment(source, d) or "")
+            body = segment(node) or ""
+            marked = module_marked or any("linux_only" in (segment(d) or "")
                                           for d in node.decorator_list)
             if uses.search(body) and not marked and not any(g in body for g in INLINE_GUARDS):
                 unmarked.append(f"{path.relative_to(path.parents[2])}::{node.name}")

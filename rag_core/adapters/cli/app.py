@@ -122,7 +122,11 @@ def run_streamlit(command: list[str], env: Mapping[str, str], grace_s: float = S
     except KeyboardInterrupt:  # Ctrl-C: Streamlit stops on its own (a terminal's Ctrl-C reached it already)
         if os.name == "posix":
             child.send_signal(signal.SIGINT)  # in case this process alone was interrupted
-        return _stop(child, terminate=False, grace_s=grace_s)
+        code = _stop(child, terminate=False, grace_s=grace_s)
+        # Stopped as asked: a success, whatever code Streamlit's interrupted shutdown gave (two interrupts, the
+        # terminal's and ours, end it with 254 on a busy machine).
+        log.debug("Streamlit ended with %s after Ctrl-C", code)
+        return 0
     except _Terminated:
         return _stop(child, terminate=True, grace_s=grace_s)
     finally:
