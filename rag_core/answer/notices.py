@@ -7,12 +7,11 @@ from typing import Any
 
 from rag_core.core.errors import OllamaUnavailable, WrongServer
 
-NOTICE_NO_LLM = ("Extractive answer: these are the most relevant sentences quoted from your documents; "
-                 "no language model was used.")
-NOTICE_NO_MODEL = ("Extractive answer: no language model is chosen, so these are the most relevant sentences quoted "
+NOTICE_NO_LLM = ("Quoted answer: these are the most relevant sentences quoted from your documents; "
+                 "no AI model wrote this answer.")
+NOTICE_NO_MODEL = ("Quoted answer: no AI model is chosen, so these are the most relevant sentences quoted "
                    "from your documents. Pick a model in Settings to get written answers.")
-NOTICE_FALLBACK = ("{error} Meanwhile, here are the most relevant sentences quoted from your documents "
-                   "(extractive answer).")
+NOTICE_FALLBACK = "{error} Meanwhile, here are the most relevant sentences quoted from your documents."
 NOTICE_NOT_RELEVANT = ("None of your documents seems to cover this question, so no answer was made up. "
                        "Try rephrasing it, widen the document scope, or add a document that covers it.")
 NOTICE_EMPTY = "There are no documents to search yet. Add files on the Library page, then ask again."

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 # Notices from generation.py that name server settings (OLLAMA_HOST, DOCCHAT_*, `ollama serve`, the host URL) are
 # advice for whoever runs DocChat, not for a demo visitor: they are replaced by these.
 DEMO_NOTICE_LLM_DOWN = ("The demo's AI model is not available right now, so these are the most relevant sentences "
-                        "quoted from the documents (extractive answer). Try again later for a written answer.")
+                        "quoted from the documents. Try again later for a written answer.")
 DEMO_NOTICE_LLM_STOPPED = ("The demo's AI model stopped before the answer was finished, so the answer below is "
                            "incomplete. Ask again to retry.")
 DEMO_NOTICE_LENGTH = "The answer reached the demo's length limit and was cut off."
@@ -51,7 +51,7 @@ def demo_banner(settings: Settings) -> str:
     if llm_mode(settings) == "remote":
         return f"{privacy} Answers are written by the AI model {settings.chat_model_name} on the demo's server."
     return (f"{privacy} No AI model is connected to this demo, so answers quote the most relevant sentences from "
-            "the documents (extractive mode).")
+            "the documents (quotes only).")
 
 
 def _size(n: int) -> str:

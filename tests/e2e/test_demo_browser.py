@@ -93,7 +93,7 @@ def test_two_visitors_do_not_see_each_others_upload(demo_url, visitor):
 
     # ... and his answers never cite it, while hers do.
     _go(bob, "Chat")
-    expect(_main(bob).get_by_text(re.compile(r"^Public demo:\W*the files you add are private.*extractive mode"))
+    expect(_main(bob).get_by_text(re.compile(r"^Public demo:\W*the files you add are private.*\(quotes only\)"))
            ).to_be_visible()
     reply_b = _ask(bob, "What is the capital of Belgium?")
     assert NOTE_TITLE not in reply_b.inner_text() and "Brussels" not in reply_b.inner_text()

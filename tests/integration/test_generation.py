@@ -278,7 +278,8 @@ def test_ollama_down_falls_back_to_extractive_with_reason_and_fix(docs_library, 
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, down))
     assert ans.mode == "quotes" and not ans.incomplete
     assert ans.notice.startswith("The AI model that writes answers is not available right now.")
-    assert "extractive" in ans.notice and "Ollama" not in ans.notice  # no name a new user never heard of ...
+    assert "quoted from your documents" in ans.notice  # what the reply is, in plain words ...
+    assert "Ollama" not in ans.notice and "extractive" not in ans.notice  # no word a new user never heard of ...
     assert "ollama serve" not in ans.notice and "127.0.0.1" not in ans.notice  # a sentence for people ...
     assert "ollama serve" in ans.extra["details"] and down.ollama_host in ans.extra["details"]  # ... details apart
     assert "Beautiful is better than ugly" in ans.text and ans.citations
@@ -594,7 +595,7 @@ def test_cli_ask_json_and_streaming(library, server, monkeypatch, capsys):
     assert main(["ask", ZEN_Q, "--data-dir", data_dir, "--no-llm"]) == 0
     text = capsys.readouterr()
     assert gen.EXTRACTIVE_LABEL in text.out and "Beautiful is better than ugly" in text.out
-    assert "no language model was used" in text.err and len(server.chat_requests) == 2
+    assert "no AI model wrote this answer" in text.err and len(server.chat_requests) == 2
 
 
 # --------------------------------------------------------------------------- any LangChain chat model

@@ -192,12 +192,12 @@ def test_banner_says_extractive_and_settings_hide_the_server(demo):
     assert not dave.exception
     banner = " ".join(plain(i) for i in texts(dave.info))
     assert "private to this browser tab. Closing or reloading the tab starts over" in banner
-    assert "extractive mode" in banner
+    assert "(quotes only)" in banner
     assert "Ollama" not in _page(dave)  # no local-mode status line about Ollama
     dave.switch_page("pages/settings.py").run()
     assert not dave.exception
     banner = " ".join(plain(i) for i in texts(dave.info))
-    assert "extractive mode" in banner
+    assert "(quotes only)" in banner
     # One wording everywhere: what a visitor sees is a browser tab (never "session").
     assert "Changes here last until you close or reload this browser tab." in _page(dave)
     labels = [w.label for w in dave.text_input] + [b.label for b in dave.button] + [s.label for s in dave.selectbox]

@@ -119,7 +119,7 @@ def test_quoted_and_not_found_replies_are_marked(app):
     reply_col = at.chat_message[1].columns[0]
     shown = " ".join(texts(reply_col.markdown) + texts(reply_col.caption))
     assert "Quoted from your documents" in shown
-    assert "no language model was used" in shown
+    assert "no AI model wrote this answer" in shown
     assert "Brussels" in shown
 
     at.chat_input[0].set_value("Who painted the Mona Lisa in the Louvre?").run()

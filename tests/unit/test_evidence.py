@@ -189,7 +189,7 @@ def test_a_sentence_backed_by_one_of_its_citations_is_not_flagged(embedder):
 
 # --------------------------------------------------------------------------- modes
 def test_extractive_quotes_are_verified_without_encoding(embedder):
-    text = ("Quoted from your documents (extractive answer, no AI-written summary):\n\n"
+    text = ("Quoted from your documents (no AI-written summary):\n\n"
             "- “The capital of Belgium is Brussels.” [1]\n- “The capital of Austria is Vienna.” [3]")
     counting = CountingEmbedder(embedder)
     out = ev.verify_answer(_answer(text, (1, 3), mode="quotes"), counting)

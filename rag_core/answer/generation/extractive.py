@@ -13,7 +13,7 @@ from rag_core.core.text import Span, content_terms
 if TYPE_CHECKING:  # pragma: no cover
     from rag_core.store.embeddings import Embedder
 
-EXTRACTIVE_LABEL = "Quoted from your documents (extractive answer, no AI-written summary):"
+EXTRACTIVE_LABEL = "Quoted from your documents (no AI-written summary):"
 CLOSEST_LABEL = "Closest passages — not a direct answer (quoted from your documents):"
 RELATED_COSINE = 0.45  # a quote after the first must share a word of what is asked, or be this close in meaning
 EXTRACTIVE_PASSAGES = 3
