@@ -295,7 +295,7 @@ def test_remote_llm_gets_the_api_key_as_bearer(demo_lib, tmp_path):
 def test_without_api_key_the_demo_answers_extractively(demo_lib, tmp_path):
     with OllamaServer(models=[MODEL]) as srv:  # reachable, but the demo has no key for it: never used
         settings = demo_settings(tmp_path, ollama_host=srv.url, ollama_model=MODEL)
-        assert llm_mode(settings) == "extractive" and "extractive" in demo_banner(settings)
+        assert llm_mode(settings) == "extractive" and "(quotes only)" in demo_banner(settings)
         ans = DemoHub(demo_lib, settings).session(new_session_id()).answer("Which is better, beautiful or ugly?")
         assert ans.mode == "quotes" and "Beautiful is better than ugly" in ans.text
         assert srv.chat_requests == []
