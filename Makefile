@@ -7,7 +7,7 @@ PORT   ?= 8501
 # Where `make run` listens: this computer only. ADDRESS=0.0.0.0 shares the app with the network (README).
 ADDRESS ?= 127.0.0.1
 
-.PHONY: run test lint install install-dev browser ocr bench clean
+.PHONY: run test test-quick lint install install-dev browser ocr bench clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@# pip runs quietly (-q): without a word from us, a first `make run` showed nothing for ~3 minutes (issue 28).
@@ -52,16 +52,17 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy --platform win32 --cache-dir .mypy_cache/win32
 	$(VENV)/bin/lint-imports
 
-## Every test, in two tiers; both always run, and `make test` fails when either fails. The unit, page and integration
-## tests on 2 worker processes (pytest-xdist; a module that builds a module-wide fixture stays on one worker), then the
-## browser tests in one process (one app per mode). Each tier lists its 25 slowest tests.
+## Every test, on 2 worker processes (pytest-xdist, tests/conftest.py): the browser tier (tests/e2e: one app per mode)
+## runs on one worker from the start while the other runs the unit, page and integration tests, then both share the
+## rest, longest first; a module that builds a module-wide fixture stays on one worker. Lists the 25 slowest tests.
+## `make test-quick`: the unit and page tests without the `slow` ones, for a quick check while editing.
 PYTEST := $(PY) -m pytest -q --durations=25
 
 test: $(VENV)/.installed-dev browser ocr
-	@status=0; \
-	$(PYTEST) -n 2 --dist loadgroup tests/unit tests/ui tests/integration || status=1; \
-	$(PYTEST) tests/e2e || status=1; \
-	exit $$status
+	$(PYTEST) -n 2 --dist loadgroup tests/unit tests/ui tests/integration tests/e2e
+
+test-quick: $(VENV)/.installed-dev
+	$(PYTEST) -n 2 --dist loadgroup -m "not slow" tests/unit tests/ui
 
 bench: $(VENV)/.installed-dev
 	$(PY) -m benchmarks.ingest

@@ -131,26 +131,45 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    config.option.loadscopereorder = False  # the order is pytest_collection_modifyitems' (below), longest first
+
     class ModuleFixtureScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::")[0]
+            if module.startswith(BROWSER_TIER):
+                return BROWSER_TIER  # one worker, one app per mode, the modules in file order (tests/e2e/conftest.py)
             return module if _runs_on_one_worker(config.rootpath / module) else nodeid
 
     return ModuleFixtureScheduling(config, log)
 
 
+BROWSER_TIER = "tests/e2e/"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under `-n 2` (make test), the modules holding `slow` tests are handed out first, most slow tests first, so the
-    run ends on short tests that fill both workers instead of one worker finishing a minute-long test while the
-    other waits (longest-first scheduling). Within a module the order is kept; without xdist nothing moves."""
-    if not config.getoption("numprocesses", default=None):
-        return
+    """Under `-n 2` (make test), the longest work is handed out first, so the run ends on short tests that fill both
+    workers instead of one worker finishing a minute-long test while the other waits (longest-first scheduling):
+    the browser tier first (about 3 minutes on one worker, much of it waiting on the app and Chromium, while the other
+    worker runs CPU-bound tests), then the modules holding `slow` tests, most slow tests first, then the modules that
+    stay on one worker, largest first. Within a module the order is kept; without xdist nothing moves."""
+    if not (config.getoption("numprocesses", default=None) or hasattr(config, "workerinput")):
+        return  # a worker process has numprocesses None, and its collection order is the one the scheduler uses
     slow: dict[str, int] = {}
+    size: dict[str, int] = {}
     for item in items:
         module = item.nodeid.split("::")[0]
         slow[module] = slow.get(module, 0) + (item.get_closest_marker("slow") is not None)
+        size[module] = size.get(module, 0) + 1
     position = {id(item): i for i, item in enumerate(items)}
-    items.sort(key=lambda item: (-slow[item.nodeid.split("::")[0]], position[id(item)]))
+
+    def order(item: pytest.Item) -> tuple[int, int, int, int]:
+        module = item.nodeid.split("::")[0]
+        if module.startswith(BROWSER_TIER):
+            return (0, 0, 0, position[id(item)])  # its modules in file order: each builds on the library before it
+        grouped = _runs_on_one_worker(config.rootpath / module)
+        return (1, -slow[module], -size[module] if grouped else 0, position[id(item)])
+
+    items.sort(key=order)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -1,5 +1,8 @@
-"""Browser-test harness: one `streamlit run app.py` per mode for the whole run (local: `app_url`, with one scripted
-Ollama server; hosted demo: `demo_url`), driven by Playwright with Debian's Chromium (never `playwright install`).
+"""Browser-test harness: one `streamlit run app.py` per mode for the whole browser tier (local: `app_url`, with one
+scripted Ollama server; hosted demo: `demo_url`), driven by Playwright with Debian's Chromium (never `playwright
+install`). The fixtures are package-scoped (tests/e2e/__init__.py makes the tier a package): `make test` runs the tier
+on one worker process before other tests, and Playwright, the apps and the servers end with the tier's last test (a
+live sync Playwright keeps an event loop running in the thread, where a later `asyncio.run` would fail).
 
 The local app's library fills up as the tests run, in file order: tests/e2e/test_app_browser.py adds the files it
 needs first (its first test expects an empty library); later modules add what they need unless it is already there.
@@ -53,7 +56,7 @@ class ScriptedAnswers:
         return Reply("I couldn't find the answer to this in your documents.")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium_path() -> str:
     """Debian's Chromium; a clear failure when missing (set DOCCHAT_SKIP_BROWSER=1 to skip instead)."""
     if os.environ.get("DOCCHAT_SKIP_BROWSER") == "1":
@@ -64,7 +67,7 @@ def chromium_path() -> str:
     return str(CHROMIUM)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ollama():
     """The scripted Ollama-compatible server the app talks to."""
     answers = ScriptedAnswers()
@@ -73,7 +76,7 @@ def ollama():
         yield srv
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def app_data_dir(tmp_path_factory) -> Path:
     """The data folder of the shared local app (empty at first)."""
     data_dir = tmp_path_factory.mktemp("e2e") / "data"
@@ -81,14 +84,14 @@ def app_data_dir(tmp_path_factory) -> Path:
     return data_dir
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def app_url(app_data_dir, ollama, chromium_path):
     """One local DocChat server for all browser tests, on `app_data_dir`."""
     with running_app(app_data_dir, ollama.url) as url:
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def demo_url(tmp_path_factory, chromium_path):
     """One DocChat server in hosted-demo mode, without a model (extractive answers), on an empty data folder."""
     data_dir = tmp_path_factory.mktemp("e2e-demo") / "data"
@@ -97,7 +100,7 @@ def demo_url(tmp_path_factory, chromium_path):
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(chromium_path, tmp_path_factory):
     """Headless Chromium through Playwright, with its profile files in a temp folder."""
     from playwright.sync_api import sync_playwright

@@ -121,7 +121,12 @@ def test_docchat_app_serves_from_a_folder_outside_the_checkout_and_stops_on_ctrl
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STREAMLIT_", "DOCCHAT_"))}
     env["HOME"] = str(tmp_path)
-    proc = subprocess.Popen([*_docchat(), "app", "--port", str(port), "--data-dir", str(tmp_path / "lib")], cwd=work,
+    # Started as from a terminal, where Ctrl-C is not ignored (a test run in the background inherits SIGINT ignored,
+    # and an ignored signal stays ignored across exec): SIG_DFL, then exec `docchat app` in the same process.
+    from_a_terminal = [sys.executable, "-c", "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                       "os.execvp(sys.argv[1], sys.argv[1:])"]
+    proc = subprocess.Popen([*from_a_terminal, *_docchat(), "app", "--port", str(port), "--data-dir",
+                             str(tmp_path / "lib")], cwd=work,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         started = time.monotonic()

@@ -14,8 +14,10 @@ from llm_server import MODEL_NAME, LLMServer
 
 from rag_core.answer import generation as gen
 from rag_core.answer.grounding import evidence as ev
+from rag_core.answer.summaries.start import start_summary
 from rag_core.core.config import Settings
 from rag_core.core.errors import ModelNotPulled
+from rag_core.core.models import AnswerMode, CitationStatus
 from rag_core.service.library import Library
 
 pytestmark = pytest.mark.slow
@@ -121,3 +123,30 @@ def test_real_model_answer_that_repeats_itself_is_stopped_and_shows_only_what_th
     assert left_out and " ".join(left_out.split())[:200] in answer.extra["details"]  # the rest is under Details
     sentences = [answer.text[s.start:s.end] for s in answer.sentences]
     assert len(sentences) == len(set(sentences))  # the repeated sentence is shown once
+
+
+def test_real_small_model_summary(tmp_path, embedder, llm_server):
+    """A whole-document summary (issue 26) written by the real model in one call, checked like any answer."""
+    settings = Settings(data_dir=tmp_path / "data", ollama_host=llm_server.url, ollama_model=MODEL_NAME,
+                        answer_tokens=96, llm_timeout_s=600)
+    lib = Library(settings, embedder=embedder)
+    try:
+        doc_id = lib.ingest_path(FIXTURE).doc_id
+        started = time.monotonic()
+        stream = start_summary(lib, [doc_id], settings)
+        for _ in stream:
+            pass
+        took = time.monotonic() - started
+    finally:
+        lib.close()
+    answer = stream.answer
+    assert answer is not None
+    assert answer.extra["summary"]["model_calls"] == 1, answer.extra
+    assert answer.extra["summary"]["docs"][0]["shown"]["quarter_share"] == 1.0  # shown the whole document
+    if answer.mode == AnswerMode.MODEL:  # what it wrote is checked like any answer: verified or marked
+        marked = set(answer.unbacked())
+        assert all(s.status in (CitationStatus.VERIFIED, CitationStatus.NO_CLAIM) or s in marked
+                   for s in answer.sentences if s.cited)
+    else:  # nothing it wrote was backed: the quoted summary instead, said so
+        assert answer.mode == AnswerMode.QUOTES and "could not be matched" in answer.notice
+    assert took < 60, took

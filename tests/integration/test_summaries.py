@@ -452,28 +452,4 @@ def test_mcp_summarize_tool(small_library, embedder):
         assert results[key].is_error and words in results[key].content[0].text
 
 
-# --------------------------------------------------------------------------- a real small model
-@pytest.mark.slow
-def test_real_small_model_summary(tmp_path, embedder):
-    from llm_server import MODEL_NAME, LLMServer
-
-    with LLMServer() as srv:
-        settings = Settings(data_dir=tmp_path / "data", ollama_host=srv.url, ollama_model=MODEL_NAME,
-                            answer_tokens=96, llm_timeout_s=600)
-        lib = Library(settings, embedder=embedder)
-        try:
-            doc_id = lib.ingest_path(DOCS / "eu_capitals.md").doc_id
-            started = time.monotonic()
-            answer = run(start_summary(lib, [doc_id], settings))
-            took = time.monotonic() - started
-        finally:
-            lib.close()
-    assert answer.extra["summary"]["model_calls"] == 1, answer.extra
-    assert answer.extra["summary"]["docs"][0]["shown"]["quarter_share"] == 1.0  # shown the whole document
-    if answer.mode == AnswerMode.MODEL:  # what it wrote is checked like any answer: verified or marked
-        marked = set(answer.unbacked())
-        assert all(s.status in (CitationStatus.VERIFIED, CitationStatus.NO_CLAIM) or s in marked
-                   for s in answer.sentences if s.cited)
-    else:  # nothing it wrote was backed: the quoted summary instead, said so
-        assert answer.mode == AnswerMode.QUOTES and "could not be matched" in answer.notice
-    assert took < 60, took
+# The summary written by the real small model is in tests/integration/test_real_llm.py, beside its one server.

@@ -114,7 +114,10 @@ def test_stopping_terminates_a_child_that_keeps_running():
 def test_a_signal_to_docchat_app_alone_stops_streamlit_too(sig):
     # run_streamlit in its own process, with a stand-in for Streamlit that reports its pid and then waits; the
     # signal goes to that process only (not its group), so only passing it on stops the stand-in within the grace.
-    script = ("import os, sys\nfrom rag_core.adapters.cli.app import run_streamlit\n"
+    # Ctrl-C as a terminal delivers it: whatever this test process inherited (a worker process of a parallel run may
+    # have SIGINT ignored, and an ignored signal stays ignored across exec), the parent starts with Python's handler.
+    script = ("import os, signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+              "from rag_core.adapters.cli.app import run_streamlit\n"
               "child = [sys.executable, '-c', 'import os, time; print(os.getpid(), flush=True); time.sleep(60)']\n"
               "sys.exit(run_streamlit(child, os.environ, grace_s=30))\n")
     parent = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True)
