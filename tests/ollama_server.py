@@ -22,7 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from tests.protocol_server import JSONHandler, ThreadedServer, now_iso
 
@@ -84,18 +84,18 @@ def _model_entry(name: str) -> dict:
                         "parameter_size": "3.2B", "quantization_level": "Q4_K_M"}}
 
 
-class OllamaServer(ThreadedServer):
-    """Threaded Ollama look-alike on 127.0.0.1:<free port>; use as a context manager."""
+class ScriptedServer(ThreadedServer):
+    """What the scripted model servers share (this one and tests/openai_server.py): installed models, queued replies
+    for `chat_path` (then `default`), every request kept, an optional bearer token, sleeps that end on stop."""
 
-    thread_name = "ollama-test-server"
+    chat_path = ""
 
-    def __init__(self, models: Iterable[str] = ("llama3.2:3b",), default: Reply | Responder | None = None,
+    def __init__(self, models: Iterable[str], default: Reply | Responder | None = None,
                  token: str | None = None) -> None:
         super().__init__()
         self.models: list[str] = list(models)
         self.default: Reply | Responder = default or Reply()
         self.token = token  # when set, requests need "Authorization: Bearer <token>"
-        self.pull = PullScript()
         self.requests: list[Recorded] = []
         self.cut_streams = 0  # chat streams the client closed before the reply was finished
         self._queue: deque[Reply | Responder] = deque()
@@ -103,8 +103,8 @@ class OllamaServer(ThreadedServer):
         self._lock = threading.Lock()
 
     # -- scripting -----------------------------------------------------------
-    def script(self, *replies: Reply | Responder | str) -> OllamaServer:
-        """Queue replies for the next /api/chat requests (then `default` answers)."""
+    def script(self, *replies: Reply | Responder | str) -> Self:
+        """Queue replies for the next chat requests (then `default` answers)."""
         for r in replies:
             self._queue.append(Reply(r) if isinstance(r, str) else r)
         return self
@@ -116,8 +116,8 @@ class OllamaServer(ThreadedServer):
 
     @property
     def chat_requests(self) -> list[dict]:
-        """Bodies of the /api/chat requests, oldest first."""
-        return [r.body for r in self.requests if r.path == "/api/chat"]
+        """Bodies of the chat requests, oldest first."""
+        return [r.body for r in self.requests if r.path == self.chat_path]
 
     # -- lifecycle -----------------------------------------------------------
     def stop(self) -> None:
@@ -131,10 +131,12 @@ class OllamaServer(ThreadedServer):
             self._stopping.wait(seconds)
 
 
-class _Handler(JSONHandler):
-    owner: OllamaServer
+class ScriptedHandler(JSONHandler):
+    """Request plumbing the scripted model servers share: record each request, check the bearer token."""
 
-    # -- plumbing ------------------------------------------------------------
+    owner: ScriptedServer
+    unauthorised_body: Any = {"error": "unauthorized"}
+
     def _record(self, body: Any) -> None:
         self.owner.requests.append(Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
                                             body))
@@ -142,9 +144,25 @@ class _Handler(JSONHandler):
     def _authorised(self) -> bool:
         token = self.owner.token
         if token and self.headers.get("Authorization") != f"Bearer {token}":
-            self._send_json(401, {"error": "unauthorized"})
+            self._send_json(401, self.unauthorised_body)
             return False
         return True
+
+
+class OllamaServer(ScriptedServer):
+    """Threaded Ollama look-alike on 127.0.0.1:<free port>; use as a context manager."""
+
+    thread_name = "ollama-test-server"
+    chat_path = "/api/chat"
+
+    def __init__(self, models: Iterable[str] = ("llama3.2:3b",), default: Reply | Responder | None = None,
+                 token: str | None = None) -> None:
+        super().__init__(models, default, token)
+        self.pull = PullScript()
+
+
+class _Handler(ScriptedHandler):
+    owner: OllamaServer
 
     # -- routes --------------------------------------------------------------
     def do_GET(self) -> None:  # http.server naming
@@ -261,4 +279,4 @@ class _Handler(JSONHandler):
 
 OllamaServer.handler = _Handler  # set here: the handler class is defined after the server
 
-__all__ = ["OllamaServer", "PullScript", "Recorded", "Reply"]
+__all__ = ["OllamaServer", "PullScript", "Recorded", "Reply", "ScriptedHandler", "ScriptedServer"]

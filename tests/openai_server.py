@@ -17,85 +17,40 @@ an HTTP error, done_reason "stop" or "length"); every request is kept (`requests
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from tests.ollama_server import Recorded, Reply, Responder
+from tests.ollama_server import Reply, Responder, ScriptedHandler, ScriptedServer
 from tests.protocol_server import JSONHandler, ThreadedServer
 
 WEB_PAGE = "<!doctype html><html><head><title>Router</title></head><body><h1>Welcome</h1></body></html>"
 
 
-class OpenAIServer(ThreadedServer):
+class OpenAIServer(ScriptedServer):
     """Threaded OpenAI-compatible look-alike on 127.0.0.1:<free port>; use as a context manager. `url` + "/v1" is
     the base URL a client is given."""
 
     thread_name = "openai-test-server"
+    chat_path = "/v1/chat/completions"
 
     def __init__(self, models: Iterable[str] = ("local-model",), default: Reply | Responder | None = None,
                  token: str | None = None) -> None:
-        super().__init__()
-        self.models: list[str] = list(models)
-        self.default: Reply | Responder = default or Reply()
-        self.token = token  # when set, requests need "Authorization: Bearer <token>"
-        self.requests: list[Recorded] = []
-        self.cut_streams = 0  # chat streams the client closed before the reply was finished
-        self._queue: deque[Reply | Responder] = deque()
-        self._stopping = threading.Event()
-        self._lock = threading.Lock()
+        super().__init__(models, default, token)
 
     @property
     def base_url(self) -> str:
         """The address an OpenAI client is given (OPENAI_BASE_URL)."""
         return f"{self.url}/v1"
 
-    def script(self, *replies: Reply | Responder | str) -> OpenAIServer:
-        """Queue replies for the next /v1/chat/completions requests (then `default` answers)."""
-        for r in replies:
-            self._queue.append(Reply(r) if isinstance(r, str) else r)
-        return self
-
-    def _next_reply(self, body: dict) -> Reply:
-        with self._lock:
-            item = self._queue.popleft() if self._queue else self.default
-        return item(body) if callable(item) and not isinstance(item, Reply) else item
-
-    @property
-    def chat_requests(self) -> list[dict]:
-        """Bodies of the /v1/chat/completions requests, oldest first."""
-        return [r.body for r in self.requests if r.path == "/v1/chat/completions"]
-
-    def stop(self) -> None:
-        """Wake the handlers' sleeps, then stop serving."""
-        self._stopping.set()
-        super().stop()
-
-    def sleep(self, seconds: float) -> None:
-        """Sleep that ends early when the server stops."""
-        if seconds > 0:
-            self._stopping.wait(seconds)
-
 
 def _error(message: str, kind: str, code: str | None = None) -> dict:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
-class _Handler(JSONHandler):
+class _Handler(ScriptedHandler):
     owner: OpenAIServer
-
-    def _record(self, body: Any) -> None:
-        self.owner.requests.append(Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
-                                            body))
-
-    def _authorised(self) -> bool:
-        token = self.owner.token
-        if token and self.headers.get("Authorization") != f"Bearer {token}":
-            self._send_json(401, _error("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"))
-            return False
-        return True
+    unauthorised_body = _error("Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
 
     def do_GET(self) -> None:  # http.server naming
         self._record(None)
