@@ -208,7 +208,6 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(modes) - set(MODES)
     if unknown:
         parser.error(f"unknown modes: {', '.join(sorted(unknown))} (choose from {', '.join(MODES)})")
-    sys.path.insert(0, str(ROOT / "tests"))
     base = Settings(answer_tokens=ANSWER_TOKENS, temperature=0.0, llm_timeout_s=600)
     lib, _, settings = open_library(base)
     items = load_items(args.split, args.limit)
