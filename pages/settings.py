@@ -1,5 +1,5 @@
-"""Settings page: the language model (Ollama, or another OpenAI-compatible model server) and how answers are found.
-Changes last for this browser session."""
+"""Settings page: the language model (Ollama, or another OpenAI-compatible model server) and how answers are found,
+and a retrieval test (which passages a question finds, and why, without a model). Changes last for this session."""
 from __future__ import annotations
 
 import streamlit as st
@@ -9,6 +9,7 @@ from rag_core.service import render
 from rag_core.service.workspace import OllamaStatus
 from ui import state as ui_state
 from ui.navigation import require_app_entry
+from ui.retrieval_test import show_retrieval_test
 from ui.safe import guarded, show_message
 from ui.sources import show_details
 
@@ -262,3 +263,8 @@ if st.button("Restore defaults", icon=":material/restart_alt:", type="tertiary")
         st.session_state.pop(key, None)
     ui_state.save_choices()  # the saved choices go back to the defaults too (local: data/preferences.json)
     st.rerun()
+
+# -- retrieval test ------------------------------------------------------------------
+st.divider()
+with guarded("the retrieval test"):
+    show_retrieval_test(ws)

@@ -9,6 +9,7 @@ import streamlit as st
 from rag_core.core.models import Answer, AnswerMode, Chunk, Citation, Passage
 from rag_core.service import render
 from rag_core.service.workspace import Workspace
+from ui.relevance import show_match
 from ui.safe import guarded, show_message
 
 __all__ = ["escaped_stream", "show_assistant_turn", "show_citation", "show_details", "show_draft", "show_message",
@@ -138,6 +139,7 @@ def show_citation(c: Citation, key: str, ws: Workspace) -> None:
     chunk = c.passage.chunk
     with st.container(border=True, key=f"source_card_{key}"):
         st.markdown(_title_line(c.n, chunk))
+        show_match(c.passage.match)
         if chunk.instructions:
             st.badge(INSTRUCTIONS_BADGE[0], icon=INSTRUCTIONS_BADGE[1], color=INSTRUCTIONS_BADGE[2])
         st.markdown("> " + render.highlight_markdown(chunk.text, c.evidence_start, c.evidence_end))
@@ -184,6 +186,7 @@ def show_other_passages(passages: Iterable[Passage]) -> None:
         st.caption("These were found while searching but the reply does not cite them.")
         for p in passages:
             st.markdown(_title_line(None, p.chunk))
+            show_match(p.match)
             if p.chunk.instructions:
                 st.badge(INSTRUCTIONS_BADGE[0], icon=INSTRUCTIONS_BADGE[1], color=INSTRUCTIONS_BADGE[2])
             st.markdown("> " + render.highlight_markdown(p.chunk.text, None, None, context=160))

@@ -6,6 +6,10 @@ Scoping (doc_ids, owners) and hiding incomplete documents happen inside Qdrant: 
 
 `retrieve_scored` also returns the relevance used by the honesty check - the dense cosine of the best chunk in
 scope - from the same engine request (the top of the dense list, or a one-hit dense search batched alongside).
+
+Every returned passage carries its `Match` (`explain`): its cosine to the question (from the dense list, else from one
+dense search filtered to those chunks), its BM25 score when the lexical list returned it, the question's words it
+contains, and from those a plain kind (words, meaning, both) and level (high, medium, low): docs/retrieval.md.
 """
 from __future__ import annotations
 
@@ -14,8 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from rag_core.answer.grounding.answerability import mentions
-from rag_core.core.models import Chunk, Passage
+from rag_core.answer.grounding.answerability import ON_TOPIC, mentions
+from rag_core.core.models import Chunk, Match, MatchKind, MatchLevel, Passage
+from rag_core.core.text import STOP_WORDS, TOKEN_RE, content_terms, stem
 from rag_core.store.backends import Search
 from rag_core.store.vector_store import Store
 
@@ -75,8 +80,13 @@ def dedupe(passages: Iterable[Passage]) -> list[Passage]:
     passage, keeping the better rank and score); a chunk overlapping a full passage, or two passages, and a text
     seen before are dropped. Kept passages never overlap each other.
     """
+    return _dedupe(passages)[0]
+
+
+def _dedupe(passages: Iterable[Passage]) -> tuple[list[Passage], list[list[Chunk]]]:
+    """`dedupe`, and the chunks merged into each kept passage (best first): their scores make its Match."""
     kept: list[Passage] = []
-    merged: list[int] = []
+    members: list[list[Chunk]] = []
     texts: set[str] = set()
     by_doc: dict[str, list[int]] = {}  # kept passages of each document (only those can overlap)
     for p in passages:
@@ -89,12 +99,12 @@ def dedupe(passages: Iterable[Passage]) -> list[Passage]:
         if not hit:
             same_doc.append(len(kept))
             kept.append(p)
-            merged.append(1)
-        elif len(hit) == 1 and merged[hit[0]] < MAX_MERGED:  # never bridge two kept passages into one
+            members.append([p.chunk])
+        elif len(hit) == 1 and len(members[hit[0]]) < MAX_MERGED:  # never bridge two kept passages into one
             i = hit[0]
-            kept[i] = Passage(merge_chunks(kept[i].chunk, p.chunk), kept[i].score)
-            merged[i] += 1
-    return kept
+            kept[i] = replace(kept[i], chunk=merge_chunks(kept[i].chunk, p.chunk))
+            members[i].append(p.chunk)
+    return kept, members
 
 
 def _zscores(scores: list[float]) -> list[float]:
@@ -158,7 +168,15 @@ def retrieve_scored(store: Store, query: str, k: int = 5, doc_ids: Iterable[str]
     else:
         ranked = lists[0] if ranking else []
     best = (lists[0] if dense_first else lists[ranking]) if relevance else []
-    return Retrieved(dedupe(ranked)[:k], best[0].score if best else None)
+    kept, members = _dedupe(ranked)
+    dense = lists[0] if dense_first else best  # the scores that are cosines (the others are fetched for the top k)
+    lexical: list[Passage] = []  # the scores that are BM25 (fused ones are neither)
+    if method == "zscore":
+        lexical = lists[1]
+    elif method == "lexical" and ranking:
+        lexical = lists[0]
+    passages = explain(store, query, qv, kept[:k], members[:k], _scores(dense), _scores(lexical))
+    return Retrieved(passages, best[0].score if best else None)
 
 
 def retrieve(store: Store, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
@@ -166,6 +184,73 @@ def retrieve(store: Store, query: str, k: int = 5, doc_ids: Iterable[str] | None
              vectors: QueryVectors | None = None, dense_weight: float = DENSE_WEIGHT) -> list[Passage]:
     """Top-k de-duplicated passages for `query` (scoped to doc_ids / owners when given)."""
     return retrieve_scored(store, query, k, doc_ids, owners, method, vectors, dense_weight, relevance=False).passages
+
+
+def _key(chunk: Chunk) -> tuple[str, int]:
+    return chunk.doc_id, chunk.index
+
+
+def _scores(hits: list[Passage]) -> dict[tuple[str, int], float]:
+    return {_key(p.chunk): p.score for p in hits}
+
+
+def explain(store: Store, query: str, qv: QueryVectors, passages: list[Passage], members: list[list[Chunk]],
+            cosines: dict[tuple[str, int], float], lexical: dict[tuple[str, int], float]) -> list[Passage]:
+    """Each passage with its Match. `members` are the chunks merged into each passage; `cosines` and `lexical` the
+    scores of the dense and lexical lists (a passage's best chunk counts). A passage no dense list returned gets its
+    cosine from one dense search filtered to such chunks."""
+    missing = [m[0].point_id for m in members if not any(_key(c) in cosines for c in m)]
+    if missing:
+        cosines = {**cosines, **_scores(store.run([Search(len(missing), dense=qv.dense)], point_ids=missing)[0])}
+    asked = _question_words(query)
+    out = []
+    for p, chunks in zip(passages, members, strict=True):
+        cosine = max((cosines[_key(c)] for c in chunks if _key(c) in cosines), default=None)
+        bm25 = max((lexical[_key(c)] for c in chunks if _key(c) in lexical), default=None)
+        out.append(replace(p, match=match_for(cosine, bm25, shared_words(asked, p.chunk.text),
+                                              store.settings.min_relevance)))
+    return out
+
+
+def match_for(cosine: float | None, lexical: float | None, words: tuple[str, ...], min_relevance: float) -> Match:
+    """The Match of a passage: low below `min_relevance` (the "not in your documents" bar), high from the
+    answerability check's on-topic cosine; both when it has the question's words and is high, words when it has them
+    and is not, meaning when it has none (only the search by meaning can rank it then)."""
+    low_below, high_from = level_bounds(min_relevance)
+    if cosine is None or cosine < low_below:
+        level = MatchLevel.LOW
+    else:
+        level = MatchLevel.HIGH if cosine >= high_from else MatchLevel.MEDIUM
+    if not words:
+        kind = MatchKind.MEANING
+    else:
+        kind = MatchKind.BOTH if level == MatchLevel.HIGH else MatchKind.WORDS
+    return Match(kind, level, cosine, lexical, words)
+
+
+def level_bounds(min_relevance: float) -> tuple[float, float]:
+    """The cosines that bound the Match levels: (low below, high from)."""
+    return min_relevance, max(ON_TOPIC, min_relevance)
+
+
+def _question_words(query: str) -> list[tuple[str, str]]:
+    """(the word as the question writes it, its term): numbers and stems of the words that are not stop words."""
+    out: dict[str, str] = {}
+    for m in TOKEN_RE.finditer(query):
+        low = m.group().casefold()
+        if low[0].isdigit():
+            out.setdefault(low.replace(",", ""), m.group())
+        elif low not in STOP_WORDS and len(low) > 1:
+            out.setdefault(stem(low), m.group())
+    return [(word, term) for term, word in out.items()]
+
+
+def shared_words(asked: list[tuple[str, str]], text: str) -> tuple[str, ...]:
+    """The question's words (from `_question_words`) that `text` contains, stems compared, in the question's order."""
+    if not asked:
+        return ()
+    have = content_terms(text).words
+    return tuple(word for word, term in asked if term in have)
 
 
 PHRASE_HITS = 25  # lexical hits read to find a phrase in the whole library

@@ -101,7 +101,7 @@ class Settings(BaseSettings):
     top_k: Annotated[int, Interval(ge=1, le=50)] = Field(5, validation_alias="DOCCHAT_TOP_K")
     """Passages per question."""
     min_relevance: Annotated[float, Interval(ge=0, le=1)] = Field(0.25, validation_alias="DOCCHAT_MIN_RELEVANCE")
-    """Below this best-passage similarity the answer is "not in your documents" (see docs/answers.md)."""
+    """Below this best-passage similarity the answer is "not in your documents" (see docs/answers.md); a source below it is shown as a weak match."""
     history_tokens: Annotated[int, Interval(ge=0, le=32_768)] = Field(1000, validation_alias="DOCCHAT_HISTORY_TOKENS")
     """Tokens of earlier conversation sent with a follow-up question."""
     max_context_tokens: Annotated[int, Interval(ge=1024, le=131_072)] = Field(

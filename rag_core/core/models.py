@@ -178,12 +178,45 @@ class Chunk:
         return self.source.scanned(self.page_start, self.page_end)
 
 
+class MatchKind(StrEnum):
+    """Why retrieval chose a passage, in a reader's terms (rag_core.answer.retrieval decides it; docs/retrieval.md)."""
+
+    WORDS = "words"  # it contains words of the question (stop words aside) but is not close to it in meaning
+    MEANING = "meaning"  # it has none of the question's words: the search by meaning found it
+    BOTH = "both"  # the question's words, and close to it in meaning
+
+
+class MatchLevel(StrEnum):
+    """How close a passage is to the question in meaning, as a plain level (from Match.cosine)."""
+
+    HIGH = "high"  # about the question (the answerability check's "on topic" bar)
+    MEDIUM = "medium"
+    LOW = "low"  # below DOCCHAT_MIN_RELEVANCE: as the best passage, the reply would be "not in your documents"
+
+
+@dataclass(frozen=True)
+class Match:
+    """Why and how well a retrieved passage matches the question (set by rag_core.answer.retrieval, every method)."""
+
+    kind: MatchKind
+    level: MatchLevel
+    cosine: float | None = None  # the passage's dense (meaning) cosine similarity to the question
+    lexical: float | None = None  # its BM25 score when the search by words returned it (None: not in that list)
+    words: tuple[str, ...] = ()  # the question's words it contains, as the question writes them
+
+    @property
+    def weak(self) -> bool:
+        """The passage is far from the question in meaning: it may not answer it."""
+        return self.level == MatchLevel.LOW
+
+
 @dataclass(frozen=True)
 class Passage:
-    """A retrieved chunk with its retrieval score."""
+    """A retrieved chunk with its retrieval score (the ranking's own: fused, cosine or BM25) and why it was chosen."""
 
     chunk: Chunk
     score: float
+    match: Match | None = None  # None: not from a search (a whole-document answer), or saved by an earlier release
 
 
 @dataclass(frozen=True)
@@ -260,6 +293,18 @@ class Answer:
     def flagged(self) -> tuple[Citation, ...]:
         """The citations whose passage contains instructions addressed to an AI."""
         return tuple(c for c in self.citations if c.passage.chunk.instructions)
+
+
+@dataclass(frozen=True)
+class RetrievalTest:
+    """What the Settings page's retrieval test shows: a question's ranked passages, each with its Match, found without
+    asking a model; or one friendly sentence when there is nothing to rank (no question, an empty library)."""
+
+    question: str
+    passages: tuple[Passage, ...] = ()
+    message: str | None = None
+    low_below: float = 0.0  # the cosines that bound the levels: LOW below this one, HIGH from the next
+    high_from: float = 0.0
 
 
 @dataclass(frozen=True)

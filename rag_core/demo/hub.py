@@ -251,10 +251,12 @@ class SessionLibrary:
         return self._library.original(doc_id, owners=self.owners)
 
     # -- reading ---------------------------------------------------------------
-    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None,
-               method: str = DEFAULT_METHOD) -> list[Passage]:
-        """Top-k passages from own and shared documents (doc_ids narrows further, never widens)."""
+    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, method: str = DEFAULT_METHOD,
+               counted: bool = False) -> list[Passage]:
+        """Top-k passages from own and shared documents (doc_ids narrows, never widens); `counted`: as a question."""
         self._touch()
+        if counted:
+            self._hub.ledger.count_question(self.session_id)
         try:
             return retrieve(self._library.store, query, k, doc_ids, self.owners, method)
         except DocChatError:

@@ -98,6 +98,10 @@ class DemoWorkspace(Workspace):
         """Top-k passages from own and shared documents."""
         return self.session.search(query, k, doc_ids)
 
+    def _test_search(self, question: str, k: int) -> list[Passage]:
+        """Count the test against the question limits (LimitReached), then search own and shared documents."""
+        return self.session.search(question, k, counted=True)
+
     def model_line(self, use_llm: bool) -> tuple[str, str] | None:
         """None: the demo banner already says who writes the answers."""
         return None

@@ -13,7 +13,19 @@ from typing import Any
 
 from rag_core.answer.grounding.citations import renumbered
 from rag_core.core.files import portable_name
-from rag_core.core.models import Answer, AnswerMode, Chunk, Citation, CitationStatus, Passage, SentenceCheck, SourceMeta
+from rag_core.core.models import (
+    Answer,
+    AnswerMode,
+    Chunk,
+    Citation,
+    CitationStatus,
+    Match,
+    MatchKind,
+    MatchLevel,
+    Passage,
+    SentenceCheck,
+    SourceMeta,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +83,21 @@ def _chunk(d: dict[str, Any]) -> Chunk:
                     "source": SourceMeta(**_object(d["source"], "a source"))})
 
 
+def _match(d: Any) -> Match | None:
+    """A passage's saved Match; None when there is none (saved by an earlier release) or it is of no known shape."""
+    if not isinstance(d, dict):
+        return None
+    try:
+        match = Match(MatchKind(d["kind"]), MatchLevel(d["level"]), d.get("cosine"), d.get("lexical"),
+                      tuple(d.get("words") or ()))
+        return _typed(match)
+    except (KeyError, TypeError, ValueError) as e:  # only the explanation is lost: the passage itself is fine
+        log.debug("A saved passage's match is unreadable: %s", e)
+        return None
+
+
 def _passage(d: dict[str, Any]) -> Passage:
-    return Passage(chunk=_chunk(_object(d["chunk"], "a chunk")), score=float(d["score"]))
+    return Passage(chunk=_chunk(_object(d["chunk"], "a chunk")), score=float(d["score"]), match=_match(d.get("match")))
 
 
 def answer_from_dict(d: dict[str, Any]) -> Answer:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rag_core.answer.model_server import OllamaStatus, PullProgress
 from rag_core.core.config import Settings
-from rag_core.core.models import Answer, DocumentInfo, Passage
+from rag_core.core.models import Answer, DocumentInfo, Passage, RetrievalTest
 from rag_core.service.conversations import (
     Conversation,
     Conversations,
@@ -45,6 +45,10 @@ OVERRIDABLE = SETTING_CHOICES  # what the Settings page may change for one sessi
 # in the hosted demo only the server decides these
 SERVER_ONLY = ("ollama_host", "ollama_model", "chat_model", "openai_base_url")
 MODEL_OFF = "The AI model that writes answers is not running, or DocChat cannot reach it."  # the chat's model line
+# The Settings page's retrieval test, when there is nothing to rank:
+TEST_NO_QUESTION = "Type a question to see which passages DocChat would read for it, and why."
+TEST_EMPTY_LIBRARY = "Your library is empty: add documents on the Library page, then test a question here."
+TEST_NOTHING_FOUND = "No passage of your documents could be found for this question."
 
 
 class AnswerStreamLike(Protocol):
@@ -213,6 +217,24 @@ class Workspace:
     def search_ready(self) -> bool:
         """False while the embedding model is still loading (the first question then waits a few seconds)."""
         raise NotImplementedError
+
+    def test_retrieval(self, question: str) -> RetrievalTest:
+        """The passages a question would read (DOCCHAT_TOP_K of this person's documents), ranked, each with why it was
+        chosen, without asking a model; one friendly sentence when there is no question or no document."""
+        from rag_core.answer.retrieval import level_bounds
+
+        question = " ".join(question.split())
+        low_below, high_from = level_bounds(self.settings.min_relevance)
+        if not question:
+            return RetrievalTest(question, message=TEST_NO_QUESTION, low_below=low_below, high_from=high_from)
+        if not self.documents():
+            return RetrievalTest(question, message=TEST_EMPTY_LIBRARY, low_below=low_below, high_from=high_from)
+        found = tuple(self._test_search(question, self.settings.top_k))
+        return RetrievalTest(question, found, None if found else TEST_NOTHING_FOUND, low_below, high_from)
+
+    def _test_search(self, question: str, k: int) -> list[Passage]:
+        """The retrieval test's search: the one a question makes (the demo also counts it as a question)."""
+        return self.search(question, k)
 
     def model_toggle(self) -> bool:
         """True when there is a language model the person may switch off (answers then quote the documents)."""

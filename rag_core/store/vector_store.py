@@ -79,8 +79,10 @@ def now_iso() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
-def _scope(doc_ids: Iterable[str] | None, owners: Iterable[str | None] | None) -> Scope:
-    return Scope(None if doc_ids is None else tuple(doc_ids), None if owners is None else tuple(owners))
+def _scope(doc_ids: Iterable[str] | None, owners: Iterable[str | None] | None,
+           point_ids: Iterable[str] | None = None) -> Scope:
+    return Scope(None if doc_ids is None else tuple(doc_ids), None if owners is None else tuple(owners),
+                 point_ids=None if point_ids is None else tuple(point_ids))
 
 
 class Store:
@@ -349,9 +351,9 @@ class Store:
 
     # -- reads ---------------------------------------------------------------
     def run(self, searches: Sequence[Search], doc_ids: Iterable[str] | None = None,
-            owners: Iterable[str | None] | None = None) -> list[list[Passage]]:
-        """Several ranked lists of complete chunks in scope (doc_ids / owners), from one engine request."""
-        scope = _scope(doc_ids, owners)
+            owners: Iterable[str | None] | None = None, point_ids: Iterable[str] | None = None) -> list[list[Passage]]:
+        """Several ranked lists of complete chunks in scope (doc_ids / owners / point ids), from one engine request."""
+        scope = _scope(doc_ids, owners, point_ids)
         if scope.doc_ids == () or scope.owners == ():
             return [[] for _ in searches]
         with self._engine("be searched"):

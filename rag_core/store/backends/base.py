@@ -41,6 +41,7 @@ class Scope:
     doc_ids: tuple[str, ...] | None = None
     owners: tuple[str | None, ...] | None = None
     complete_only: bool = True
+    point_ids: tuple[str, ...] | None = None  # only these chunk points (the cosines of chosen passages)
 
 
 @dataclass(frozen=True)

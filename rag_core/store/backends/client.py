@@ -66,6 +66,8 @@ def scope_filter(scope: Scope) -> models.Filter | None:
         must.append(models.FieldCondition(key=f"{METADATA_KEY}.doc_id", match=models.MatchAny(any=list(scope.doc_ids))))
     if scope.owners is not None:
         must.append(_owners_condition(f"{METADATA_KEY}.owner", scope.owners))
+    if scope.point_ids is not None:
+        must.append(models.HasIdCondition(has_id=list(scope.point_ids)))
     return models.Filter(must=must) if must else None
 
 

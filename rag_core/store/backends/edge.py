@@ -93,6 +93,8 @@ def scope_filter(scope: Scope) -> qe.Filter | None:
         must.append(qe.FieldCondition(f"{METADATA_KEY}.doc_id", match=qe.MatchAny(list(scope.doc_ids))))
     if scope.owners is not None:
         must.append(_owners_condition(f"{METADATA_KEY}.owner", scope.owners))
+    if scope.point_ids is not None:
+        must.append(qe.HasIdCondition(set(scope.point_ids)))
     return qe.Filter(must=must) if must else None
 
 
