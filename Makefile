@@ -44,13 +44,15 @@ run: $(VENV)/.installed ocr
 
 ## The lint and type gate: ruff (pyflakes, bugbear, isort, pyupgrade, simplify, blind except, unused noqa), mypy on
 ## rag_core (as on Linux, and as on macOS and Windows: no call that exists only on Linux; a cache of its own for each,
-## else each run invalidates the others'), and import-linter's layer contracts (.importlinter, docs/architecture.md).
+## else each run invalidates the others'), import-linter's layer contracts (.importlinter, docs/architecture.md), and
+## no import cycle in rag_core, TYPE_CHECKING imports included (tests/unit/test_import_cycles.py).
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check rag_core ui pages app.py tests benchmarks deploy
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --platform darwin --cache-dir .mypy_cache/darwin
 	$(VENV)/bin/mypy --platform win32 --cache-dir .mypy_cache/win32
 	$(VENV)/bin/lint-imports
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_import_cycles.py
 
 ## Every test, on 2 worker processes (pytest-xdist, tests/conftest.py): the browser tier (tests/e2e: one app per mode)
 ## runs on one worker from the start while the other runs the unit, page and integration tests, then both share the

@@ -3,7 +3,8 @@ compared), cited and checked like `ask`. Its work is bounded like the app's: DOC
 document at most (the server's model, or quotes without one), and at most MAX_COMPARED documents."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -15,12 +16,20 @@ from rag_core.core.config import Settings
 from rag_core.service.render import location_label
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rag_core.adapters.mcp.server import LibraryHolder
+    from rag_core.service.library import Library
 
 MAX_COMPARED = 3
 
 
-def add_summary_tool(server: MCPServer, settings: Settings, holder: LibraryHolder, use_llm: bool) -> None:
+class LibraryUser(Protocol):
+    """What the tool needs of the server's LibraryHolder (declared here: the server imports this module)."""
+
+    def use(self) -> AbstractContextManager[Library]:
+        """The open library for one call."""
+        ...
+
+
+def add_summary_tool(server: MCPServer, settings: Settings, holder: LibraryUser, use_llm: bool) -> None:
     """Offer `summarize` on `server` (read-only: it reads the library and may ask the model)."""
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))

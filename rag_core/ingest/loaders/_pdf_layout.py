@@ -1,12 +1,12 @@
 """PDF page layout: rows from MuPDF lines, paragraphs, tables, font-size headings; the column-aware reading order of
-a page's blocks is in _pdf_order."""
+a page's blocks is in _pdf_order, the lines, rows, blocks and pages both work on in _pdf_blocks."""
 from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 
 from rag_core.ingest.loaders._common import clean_text, collapse_ws, reads_as_text
+from rag_core.ingest.loaders._pdf_blocks import Line, Page, Row, TextBlock
 from rag_core.ingest.loaders._pdf_order import MIN_GUTTER, reading_order
 
 _CELL_GAP = 1.0  # a gap of this many font sizes between two pieces of a row separates table cells
@@ -16,68 +16,6 @@ _FFFD_RUN_RE = re.compile("\ufffd+")
 # A row that starts a list item: a bullet glyph, or "1)", "(a)", "iv)".
 _LIST_START_RE = re.compile(r"^(?:[•◦▪▫‣∙●○■□➢➤✓✔]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,5})\))\s")
 _PARA_END = ".!?:;\"”»)"
-
-@dataclass
-class _Span:
-    """A box of text on a page with its dominant font size and weight."""
-
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    text: str
-    size: float
-    bold: bool
-
-
-@dataclass
-class Line(_Span):
-    """One MuPDF line (horizontal text), with its dominant font size and style."""
-
-    mono: bool = False
-
-
-@dataclass
-class Row(_Span):
-    """The lines of a block that share a baseline, joined; `removed` marks a running header/footer."""
-
-    cells: list[str] = field(default_factory=list)  # pieces separated by wide gaps (table cells)
-    spans: list[tuple[float, float]] = field(default_factory=list)  # x0, x1 of each cell
-    mono: bool = False  # monospaced (code): its line breaks are kept
-    removed: bool = False
-
-
-@dataclass
-class TextBlock:
-    """A MuPDF text block (or one column of it): the unit of reading order."""
-
-    rows: list[Row]
-    _bbox: tuple[float, float, float, float] | None = None
-
-    @property
-    def live(self) -> list[Row]:
-        """Rows that are not running headers/footers."""
-        return [r for r in self.rows if not r.removed]
-
-    def bbox(self) -> tuple[float, float, float, float]:
-        """Bounding box of the live rows (cached: only called after running lines are removed)."""
-        if self._bbox is None:
-            rows = self.live
-            self._bbox = (
-                min(r.x0 for r in rows), min(r.y0 for r in rows), max(r.x1 for r in rows), max(r.y1 for r in rows)
-            )
-        return self._bbox
-
-
-@dataclass
-class Page:
-    """The text blocks of one page."""
-
-    index: int
-    blocks: list[TextBlock] = field(default_factory=list)
-    rotated: list[str] = field(default_factory=list)  # text of non-horizontal lines, appended at the end
-    rtl: bool = False
-    hidden: list[str] = field(default_factory=list)  # text drawn invisibly (white or tiny), see pdf._invisible
 
 
 def split_columns(lines: list[Line]) -> list[list[Line]]:

@@ -3,10 +3,8 @@ top to bottom, each band's blocks left to right (right to left on a right-to-lef
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # _pdf_layout imports this module
-    from rag_core.ingest.loaders._pdf_layout import TextBlock
+from rag_core.ingest.loaders._pdf_blocks import TextBlock
 
 MIN_GUTTER = 4.0  # points between two columns
 

@@ -28,7 +28,8 @@ from rag_core.core.deadline import Deadline
 from rag_core.core.errors import ScanTooLong
 from rag_core.core.models import Progress
 from rag_core.core.text import TOKEN_RE
-from rag_core.ingest.loaders._pdf_layout import LETTER_RE, Page
+from rag_core.ingest.loaders._pdf_blocks import Page
+from rag_core.ingest.loaders._pdf_layout import LETTER_RE
 from rag_core.ingest.loaders._tesseract import tessdata_beside_program
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,7 @@
 """PDF via PyMuPDF: open safely, running header/footer removal, pages joined, headings from the outline.
 
-Page layout (rows, columns, reading order, paragraphs, font-size headings) lives in _pdf_layout.
+Page layout (rows, columns, reading order, paragraphs, font-size headings) lives in _pdf_layout; the lines, rows,
+blocks and pages it works on in _pdf_blocks.
 """
 from __future__ import annotations
 
@@ -26,13 +27,10 @@ from rag_core.ingest.loaders._common import (
     collapse_ws,
 )
 from rag_core.ingest.loaders._isolated import run_isolated
+from rag_core.ingest.loaders._pdf_blocks import Line, Page, Row, TextBlock
 from rag_core.ingest.loaders._pdf_layout import (
     LETTER_RE,
     RTL_RE,
-    Line,
-    Page,
-    Row,
-    TextBlock,
     body_font_size,
     build_rows,
     clean_line,
