@@ -387,8 +387,7 @@ class AnswerStream:
 def start_answer(library: Library, question: str, settings: Settings, history: Sequence[tuple[str, str]] = (),
                  doc_ids: list[str] | None = None, owners: list[str | None] | None = None,
                  use_llm: bool = True, k: int | None = None, chat_model: BaseChatModel | None = None) -> AnswerStream:
-    """Rewrite follow-ups, retrieve, then stream an answer from `chat_model` (default: Ollama per the settings), or
-    an extractive one without a model."""
+    """Rewrite follow-ups, retrieve, then stream an answer from `chat_model` (default: per the settings) or quotes."""
     return AnswerStream(library, question, settings, history, doc_ids, owners, use_llm, k, chat_model)
 
 
