@@ -3,12 +3,16 @@
 An agent can be steered by a document it read, so its file access is confined: only regular files of the kinds
 DocChat reads (rag_core.core.formats: PDF, Office files, spreadsheets, web pages, e-books, images, text…), only
 under the folders named with --allow-dir (none: no local file at all), judged by the real path (".." and links
-resolved, so a link inside an allowed folder leading out is refused), never anything under /proc, /sys or /dev. The file is opened without following a last link and without blocking
-(a FIFO swapped in cannot hang the server), then checked again on the open descriptor: a regular file, the very
-one that was checked. Every refusal is one sentence (FileRefused), decided before the library is opened.
+resolved, so a link inside an allowed folder leading out is refused), never anything under /proc, /sys or /dev (on
+POSIX systems). The file is then opened one path component at a time from its allowed folder without following any
+link and without blocking (POSIX `openat`), so a folder or the file swapped for a link or a FIFO after the check is
+refused rather than followed; where the system has no `dir_fd` opening (Windows) it is opened by path and its real
+path checked again. Either way the open descriptor must be the regular file that was checked. Every refusal is one
+sentence (FileRefused), decided before the library is opened.
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterable
@@ -22,8 +26,17 @@ from rag_core.ingest.loaders import check_size
 
 SUPPORTED_SUFFIXES = frozenset(ACCEPTED_EXTENSIONS)
 SYSTEM_FOLDERS = tuple(Path(p) for p in ("/proc", "/sys", "/dev") if os.name == "posix")  # kernel and devices
-_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-               | getattr(os, "O_BINARY", 0))
+_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _NOFOLLOW | getattr(os, "O_BINARY", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _NOFOLLOW | _DIRECTORY
+#: Open component by component under the allowed folder (openat): Linux, macOS and the BSDs; not Windows.
+WALKS_FROM_FOLDER = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
+#: What open() says when a component it must not follow is a link (or a folder became something else).
+_SWAPPED = frozenset({errno.ELOOP, errno.ENOTDIR, errno.EMLINK})
+NO_FOLDER_ALLOWED = ("This DocChat server may not read files from this computer because it was started without "
+                     "--allow-dir; to allow a folder, restart it with `docchat mcp --allow-writes --allow-dir FOLDER` "
+                     "(repeatable), naming the folders whose files may be added.")
 
 
 class FileRefused(DocChatError):
@@ -66,9 +79,7 @@ def confined_path(path: str, allowed: tuple[Path, ...]) -> tuple[Path, os.stat_r
     """The real path of `path` and its stat when add_document may read it (existing, a regular file of a supported
     kind, inside an allowed folder); else FileRefused (or NotARegularFile) with one sentence."""
     if not allowed:
-        raise FileRefused("This DocChat server may not read files from this computer because it was started without "
-                          "--allow-dir; to allow it, restart it with `docchat mcp --allow-writes --allow-dir FOLDER` "
-                          "(repeatable), naming the folders whose files may be added.")
+        raise FileRefused(NO_FOLDER_ALLOWED)
     if _has_control(path):
         raise FileRefused("That path contains a NUL byte or another control character, so it is not a valid file "
                           "path; give the file's full path.")
@@ -95,11 +106,14 @@ def confined_path(path: str, allowed: tuple[Path, ...]) -> tuple[Path, os.stat_r
                           "the file into one of them, or ask the user to restart the server with --allow-dir "
                           "naming its folder.")
     try:
-        st = os.stat(real)
+        st = os.lstat(real)  # the real path has no link left in it: one there now loops or was just swapped in
     except FileNotFoundError as e:
         raise FileRefused(f"There is no file “{path}”; check the path and the file's name.") from e
     except OSError as e:
         raise FileRefused(f"“{path}” could not be opened ({e.strerror or 'an error'}).") from e
+    if stat.S_ISLNK(st.st_mode):
+        raise FileRefused(f"“{path}” is a link that could not be followed to a file (it loops, or it changed while "
+                          "it was being checked), so it was not read; give the path of the file itself.")
     if not stat.S_ISREG(st.st_mode):
         raise NotARegularFile(real.name, describe_mode(st.st_mode))
     if real.suffix.lower() not in SUPPORTED_SUFFIXES:
@@ -113,13 +127,56 @@ def read_confined(path: str, allowed: tuple[Path, ...], settings: Settings) -> t
     up to the upload limit; FileRefused, NotARegularFile or FileTooLarge otherwise."""
     real, checked = confined_path(path, allowed)
     try:
-        fd = os.open(real, _OPEN_FLAGS)
+        fd = _open_inside(path, real, allowed)
+    except FileNotFoundError as e:
+        raise FileRefused(f"There is no file “{path}”; check the path and the file's name.") from e
     except OSError as e:
+        if e.errno in _SWAPPED:
+            raise _replaced(path) from e
         raise FileRefused(f"“{path}” could not be opened ({e.strerror or 'an error'}).") from e
     try:
         return real, _read_checked(fd, path, real, checked, settings)
     except OSError as e:
         raise FileRefused(f"“{path}” could not be read ({e.strerror or 'an error'}).") from e
+
+
+def _replaced(path: str) -> FileRefused:
+    """The refusal for a path that changed between its check and its opening."""
+    return FileRefused(f"“{path}” was replaced while it was being opened, so it was not read; try again.")
+
+
+def _open_inside(path: str, real: Path, allowed: tuple[Path, ...]) -> int:
+    """A read-only, non-blocking descriptor of `real` (checked to be inside an allowed folder), opened so that no
+    link is followed on the way: from the folder one component at a time where the system can (`dir_fd`), else by
+    path, its real path checked again once open (FileRefused when it changed)."""
+    folder = max((f for f in allowed if real.is_relative_to(f)), key=lambda f: len(f.parts))
+    if not WALKS_FROM_FOLDER:
+        fd = os.open(real, _OPEN_FLAGS)
+        same = False
+        try:
+            same = Path(os.path.realpath(real)) == real
+        finally:
+            if not same:
+                os.close(fd)
+        if not same:
+            raise _replaced(path)
+        return fd
+    parts = real.relative_to(folder).parts
+    if not parts:  # the allowed folder itself, become a file since the server started
+        raise _replaced(path)
+    *folders, name = parts
+    current = os.open(folder, _DIR_FLAGS)
+    try:
+        for part in folders:
+            parent, current = current, -1
+            try:
+                current = os.open(part, _DIR_FLAGS, dir_fd=parent)
+            finally:
+                os.close(parent)
+        return os.open(name, _OPEN_FLAGS, dir_fd=current)
+    finally:
+        if current >= 0:
+            os.close(current)
 
 
 def _read_checked(fd: int, path: str, real: Path, checked: os.stat_result, settings: Settings) -> bytes:
@@ -128,7 +185,7 @@ def _read_checked(fd: int, path: str, real: Path, checked: os.stat_result, setti
         if not stat.S_ISREG(st.st_mode):
             raise NotARegularFile(real.name, describe_mode(st.st_mode))
         if (st.st_dev, st.st_ino) != (checked.st_dev, checked.st_ino):
-            raise FileRefused(f"“{path}” was replaced while it was being opened, so it was not read; try again.")
+            raise _replaced(path)
         check_size(real.name, st.st_size, settings)
         data = read_up_to(f.fileno(), settings.max_upload_bytes + 1)
     check_size(real.name, len(data), settings)

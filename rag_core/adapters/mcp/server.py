@@ -29,7 +29,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from rag_core.adapters.mcp.errors import DocChatMCPServer
-from rag_core.adapters.mcp.files import read_confined
+from rag_core.adapters.mcp.files import NO_FOLDER_ALLOWED, read_confined
 from rag_core.adapters.mcp.summaries import add_summary_tool
 from rag_core.answer.grounding.citations import citation_json, source_url
 from rag_core.core.config import Settings
@@ -332,7 +332,7 @@ def _add_write_tools(server: MCPServer, settings: Settings, holder: LibraryHolde
                      allow_dirs: tuple[Path, ...]) -> None:
     adds = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
     where = (f"Only files inside these folders can be added: {', '.join(str(d) for d in allow_dirs)}."
-             if allow_dirs else "No folder is open to it yet: the user must restart the server with --allow-dir.")
+             if allow_dirs else NO_FOLDER_ALLOWED)
 
     @server.tool(annotations=adds.model_copy(update={"open_world_hint": False}), description=(
         f"Add one file from this computer to the library (adding the same file again changes nothing): a "
@@ -369,6 +369,8 @@ def _add_write_tools(server: MCPServer, settings: Settings, holder: LibraryHolde
 def serve(settings: Settings, allow_writes: bool = False, http_port: int | None = None,
           idle_close_s: float = IDLE_CLOSE_S, use_llm: bool = True, allow_dirs: tuple[Path, ...] = ()) -> None:
     """Run the MCP server until the client goes away: stdio, or streamable HTTP on 127.0.0.1:`http_port`."""
+    if allow_writes and not allow_dirs:  # it serves (import_wikipedia reads no local file); add_document refuses
+        log.warning(NO_FOLDER_ALLOWED)
     holder = LibraryHolder(settings, idle_close_s)
     server = build_server(settings, holder, allow_writes, use_llm, allow_dirs)
     holder.start()
