@@ -17,6 +17,8 @@ NOTICE_NOT_RELEVANT = ("None of your documents seems to cover this question, so 
 NOTICE_EMPTY = "There are no documents to search yet. Add files on the Library page, then ask again."
 NOTICE_NOT_IN_SOURCES = ("The model found no answer in the retrieved passages, so it did not make one up. "
                          "Try rephrasing the question, or add a document that covers it.")
+NOTICE_MODEL_FOUND_NONE = ("Quoted answer: the model said the retrieved passages do not answer this, but a sentence "
+                           "of your documents seems to, so here it is, quoted. Check that it says what you asked.")
 NOTICE_UNEXPECTED = ("Something unexpected went wrong while answering; nothing was changed in your library. "
                      "Try again, and if it keeps happening, restart DocChat.")
 

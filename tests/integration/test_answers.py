@@ -106,6 +106,25 @@ def test_weak_evidence_on_topic_is_labelled_closest_passages_not_refused_nor_ass
     assert ans.notice == gen.NOTICE_CLOSEST
 
 
+def test_a_model_refusal_is_checked_by_the_quotes(lib):
+    """The model says the passages lack the answer: a quote that answers is shown instead; without one, the plain
+    not-found reply (never the model's own, unchecked refusal text)."""
+    refusal = "They only mention the game, but they did not provide that information in the sources."
+    with OllamaServer(models=[MODEL]) as srv:
+        llm = lib.settings.with_overrides(ollama_host=srv.url, ollama_model=MODEL, llm_timeout_s=10)
+        srv.script(Reply(refusal))
+        won = gen.answer(lib, "Who won Super Bowl 50?", llm)
+        assert won.mode == "quotes" and "Denver Broncos defeated" in _first_quote(won)
+        assert won.notice == gen.NOTICE_MODEL_FOUND_NONE and refusal not in won.text
+        assert [c.status for c in won.citations if c.n == 1] == ["verified"]
+        assert refusal in won.extra["details"]
+        srv.script(Reply(refusal))
+        ticket = gen.answer(lib, "How much did a ticket for the Broncos and Panthers game cost?", llm)
+        assert ticket.mode == "not_found" and ticket.text == gen.NOT_FOUND_REPLY and ticket.citations == ()
+        assert ticket.notice == gen.NOTICE_NOT_IN_SOURCES and ticket.extra["raw_text"] == refusal
+        assert len(srv.chat_requests) == 2
+
+
 def test_an_answer_the_documents_cannot_give_is_refused_without_a_model(lib):
     ans = gen.answer(lib, "How do you feed a sourdough starter?", lib.settings, use_llm=False)
     assert ans.mode == "not_found" and ans.citations == ()

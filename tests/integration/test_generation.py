@@ -183,11 +183,15 @@ def test_irrelevant_question_is_answered_honestly_without_calling_the_model(docs
     assert server.chat_requests == []  # no invented answer: the model was not even asked
 
 
-def test_model_saying_sources_lack_the_answer_gives_not_found(docs_library, server, llm_settings):
+def test_model_saying_sources_lack_an_answer_they_hold_gets_the_quote_not_a_refusal(docs_library, server,
+                                                                                     llm_settings):
+    """A small model's false refusal: the quotes decide, and the model's unchecked words are never the reply."""
     server.script(Reply(gen.NOT_FOUND_REPLY))
     _, ans = _run(gen.start_answer(docs_library, "What do the aphorisms say about ugly code?", llm_settings))
-    assert ans.mode == "not_found" and ans.citations == ()
-    assert ans.notice == gen.NOTICE_NOT_IN_SOURCES and ans.text == gen.NOT_FOUND_REPLY
+    assert ans.mode == "quotes" and ans.notice == gen.NOTICE_MODEL_FOUND_NONE
+    assert "Beautiful is better than ugly" in ans.text and gen.NOT_FOUND_REPLY not in ans.text
+    assert ans.citations and all(c.status == "verified" for c in ans.citations)
+    assert ans.extra["refused"] is True and gen.NOT_FOUND_REPLY in ans.extra["details"]
     assert len(server.chat_requests) == 1
 
 

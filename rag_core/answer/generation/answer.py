@@ -17,6 +17,7 @@ from rag_core.answer.generation.notices import (
     DETAILS_NO_MODEL,
     NOTICE_CLOSEST,
     NOTICE_EMPTY,
+    NOTICE_MODEL_FOUND_NONE,
     NOTICE_NO_LLM,
     NOTICE_NO_MODEL,
     NOTICE_NOT_IN_SOURCES,
@@ -34,17 +35,15 @@ from rag_core.answer.generation.outcome import (
     ending,
     evidence_notice,
     keep_backed,
+    model_words,
     read_stream,
     unchecked,
 )
 from rag_core.answer.generation.prompt import (
     NOT_FOUND_REPLY,
     Prompt,
-    bound_history,
     build_prompt,
-    heuristic_standalone,
-    looks_like_follow_up,
-    rewrite_question,
+    standalone_question,
 )
 from rag_core.answer.generation.whole import route
 from rag_core.answer.grounding import answerability
@@ -199,22 +198,12 @@ class AnswerStream:
                      context_passages=len(self.prompt.passages) if self.prompt is not None else 0)
 
     def _standalone_question(self, chat: ChatBackend | None) -> LLMError | None:
-        """Step 1: a follow-up becomes a question that stands alone (the model rewrites it, or a heuristic does);
-        returns the model's error when the rewrite failed (the answer then quotes)."""
-        history = bound_history(self.history, self.settings.history_tokens)
-        if not history or not (chat or looks_like_follow_up(self.question)):
-            return None
+        """Step 1: a follow-up becomes a question that stands alone; the model's error when its rewrite failed."""
         t = time.perf_counter()
-        error: LLMError | None = None
-        if chat:
-            try:
-                self._standalone = rewrite_question(self.question, history, self.settings, chat=chat)
-            except LLMError as e:
-                log.info("Question rewrite failed (%s); using the heuristic", e)
-                error = e
-                self._standalone = heuristic_standalone(self.question, history)
-        else:
-            self._standalone = heuristic_standalone(self.question, history)
+        rewritten = standalone_question(self.question, self.history, self.settings, chat)
+        if rewritten is None:
+            return None
+        self._standalone, error = rewritten
         self._mark("rewrite", t)
         return error
 
@@ -253,10 +242,8 @@ class AnswerStream:
             yield self._finish(NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, relevance=relevance, notice=NOTICE_NOT_RELEVANT).text
             return
         # The quotes decide what can be answered. Quoting, the shortlist is re-ranked by meaning (one small encode);
-        # with a model the lexical ranking is enough for the check (names, numbers, words), so the model is asked
-        # without waiting for the embedder a second time (it may be busy adding a file): the checks that need the
-        # sentences' meaning (off topic, closest passages) are for quoted answers, the model's own answer is
-        # checked sentence by sentence afterwards.
+        # with a model, by words only (names, numbers), so the model is asked without waiting for a busy embedder
+        # again; the model's own answer is checked sentence by sentence afterwards.
         quoting = chat is None or llm_error is not None
         self._ranked = rank_quotes(query, self.passages[:EXTRACTIVE_PASSAGES], qvec if quoting else None,
                                    lib.embedder if quoting else None)
@@ -282,10 +269,8 @@ class AnswerStream:
         yield from self._stream_llm(chat, qvec, relevance, partial, t)
 
     def _answerable(self, query: str, relevance: float) -> Verdict:
-        """The evidence check before answering: a number the documents lack refuses; so does a missing name, or
-        evidence far in meaning and words, when nothing retrieved is on topic; weak but on-topic evidence is
-        answered with the closest passages, labelled so. What it measured goes to `self.checked`
-        (Answer.extra["answerability"])."""
+        """The evidence check before answering (rag_core.answer.grounding.answerability); what it measured goes to
+        `self.checked` (Answer.extra["answerability"])."""
         lib, score = self.library, (self._best_score(query) if self._ranked else 0.0)
         # a follow-up searched with the question before it: its own words count too
         signals = answerability.gather((query, self.question), self._ranked, self.passages, relevance, score,
@@ -311,11 +296,8 @@ class AnswerStream:
                     withheld: bool = False, fast: bool = False, incomplete: bool = False) -> Iterator[str]:
         """Quote the documents. `fast` (after Stop) keeps the quotes ranked by their words: no encode, no search."""
         t = time.perf_counter()
-        if not self._dense and not fast:  # ranked for the model's check: re-rank by meaning now that quotes are shown
-            self._ranked = rank_quotes(self._standalone, self.passages[:EXTRACTIVE_PASSAGES], qvec,
-                                       self.library.embedder)
-            self._dense = True
-            self._direct = self._answerable(self._standalone, relevance).direct  # with the quotes' meaning
+        if not fast:
+            self._by_meaning(qvec, relevance)
         text, citations = extractive_answer(self._standalone, None if fast else qvec, self.passages,
                                             None if fast else self.library.embedder, ranked=self._ranked or None,
                                             direct=self._direct)
@@ -330,6 +312,26 @@ class AnswerStream:
                      context_passages=min(EXTRACTIVE_PASSAGES, len(self.passages)),
                      extra={**extra, **details_extra(details or (fault.details if fault else None))})
         yield text
+
+    def _by_meaning(self, qvec: np.ndarray, relevance: float) -> None:
+        """Quotes ranked for the model's check (by words) are re-ranked by meaning once quotes are to be shown."""
+        if not self._dense:
+            self._ranked = rank_quotes(self._standalone, self.passages[:EXTRACTIVE_PASSAGES], qvec,
+                                       self.library.embedder)
+            self._dense = True
+            self._direct = self._answerable(self._standalone, relevance).direct  # with the quotes' meaning
+
+    def _refused(self, qvec: np.ndarray, relevance: float, raw: str, extra: dict, common: dict) -> None:
+        """The model says the passages lack the answer though the check before asking found them on topic: a quote
+        that answers directly is shown (the model's words under details), else the plain not-found reply; the
+        model's own unchecked words are never the reply."""
+        self._by_meaning(qvec, relevance)
+        if not self._direct:
+            self._finish(NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, notice=NOTICE_NOT_IN_SOURCES, extra=extra, **common)
+            return
+        for _ in self._extractive(qvec, relevance, NOTICE_MODEL_FOUND_NONE, details=model_words(raw),
+                                  extra={"withheld_text": raw, "model": extra["model"], "refused": True}):
+            pass
 
     def _stream_llm(self, chat: ChatBackend, qvec: np.ndarray, relevance: float, partial: list[str],
                     t: float) -> Iterator[str]:
@@ -348,9 +350,8 @@ class AnswerStream:
         self._enter(Step.WRITING)
 
     def _conclude(self, end: Ending, raw: str, text: str | None = None, done_reason: str | None = None) -> None:
-        """The answer from the model's text, checked against the passages whatever ended it. One that did not finish
-        keeps only the sentences the passages back (the rest goes under details); when nothing is backed, the
-        closest quotes replace it (the model's text goes under details)."""
+        """The model's text checked against the passages whatever ended it: one that did not finish keeps only its
+        backed sentences; when nothing is backed, the closest quotes replace it (its text goes under details)."""
         assert self.prompt is not None and self._llm is not None
         passages, (name, qvec, relevance) = self.prompt.passages, self._llm
         resolved = cites.resolve(raw if text is None else text, passages)
@@ -358,8 +359,7 @@ class AnswerStream:
         common: dict[str, Any] = dict(relevance=relevance, context_passages=len(passages),
                                       invalid_markers=len(resolved.invalid))
         if end.end not in (End.FAILED, End.STOPPED) and not resolved.citations and is_refusal(raw):
-            self._finish(resolved.text, AnswerMode.NOT_FOUND, notice=NOTICE_NOT_IN_SOURCES, extra=extra, **common)
-            return
+            return self._refused(qvec, relevance, raw, extra, common)
         memo = MemoEncoder(self.library.embedder)  # the kept part is checked again without a second encode
         answer = self._finish(resolved.text, AnswerMode.MODEL, citations=resolved.citations, incomplete=end.incomplete,
                               notice=end.notice, extra={**extra, **details_extra(end.details)}, embedder=memo, **common)

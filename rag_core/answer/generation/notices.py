@@ -7,6 +7,7 @@ from rag_core.answer.notices import (
     NOTICE_CLOSEST,
     NOTICE_EMPTY,
     NOTICE_FALLBACK,
+    NOTICE_MODEL_FOUND_NONE,
     NOTICE_NO_LLM,
     NOTICE_NO_MODEL,
     NOTICE_NOT_IN_SOURCES,
@@ -17,5 +18,5 @@ from rag_core.answer.notices import (
     fault_sentence,
 )
 
-__all__ = ["DETAILS_EMPTY", "DETAILS_NO_MODEL", "NOTICE_CLOSEST", "NOTICE_EMPTY", "NOTICE_FALLBACK", "NOTICE_NOT_IN_SOURCES", "NOTICE_NOT_RELEVANT", "NOTICE_NO_LLM", "NOTICE_NO_MODEL", "NOTICE_UNEXPECTED", "details_extra",
+__all__ = ["DETAILS_EMPTY", "DETAILS_NO_MODEL", "NOTICE_CLOSEST", "NOTICE_EMPTY", "NOTICE_FALLBACK", "NOTICE_MODEL_FOUND_NONE", "NOTICE_NOT_IN_SOURCES", "NOTICE_NOT_RELEVANT", "NOTICE_NO_LLM", "NOTICE_NO_MODEL", "NOTICE_UNEXPECTED", "details_extra",
            "fallback_notice", "fault_sentence"]

@@ -190,6 +190,11 @@ def one_line(text: str, limit: int = WITHHELD_CHARS) -> str:
     return " ".join(text.split())[:limit]
 
 
+def model_words(text: str) -> str:
+    """The details of quotes shown instead of the model's `text`."""
+    return DETAILS_WITHHELD.format(text=one_line(text))
+
+
 def unchecked(text: str, details: str | None = None) -> str | None:
     """The details of an answer that failed before the model's `text` could be checked: the text goes there only."""
     return join_details(details, DETAILS_UNCHECKED.format(text=one_line(text)) if text.strip() else None)
@@ -269,5 +274,5 @@ class MemoEncoder:
 __all__ = ["DETAILS_LEFT_OUT", "DETAILS_LENGTH", "DETAILS_UNCHECKED", "DETAILS_WITHHELD", "End", "Ending", "Kept", "MemoEncoder",
            "NOTICE_LEFT_OUT_MANY", "NOTICE_LEFT_OUT_ONE", "NOTICE_LENGTH", "NOTICE_LOOP", "NOTICE_STOPPED",
            "NOTICE_UNBACKED_MANY", "NOTICE_UNBACKED_ONE", "NOTICE_UNSUPPORTED", "NOTICE_WITHHELD", "WITHHELD_CHARS",
-           "Streamed", "ending", "evidence_notice", "join_details", "keep_backed", "one_line", "read_stream",
+           "Streamed", "ending", "evidence_notice", "join_details", "keep_backed", "model_words", "one_line", "read_stream",
            "unchecked"]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from rag_core.answer.generation.chat import ChatBackend, backend_for, chat_messages, strip_thinking
 from rag_core.answer.injection.detect import is_flagged
 from rag_core.core.config import Settings
+from rag_core.core.errors import LLMError
 from rag_core.core.models import Passage
 
 log = logging.getLogger(__name__)
@@ -129,6 +130,22 @@ def rewrite_question(question: str, history: Sequence[tuple[str, str]], settings
     except Exception as e:  # every transport/model failure becomes one friendly LLMError
         raise chat.translate(e) from e
     return _clean_rewrite(strip_thinking(str(reply.content)), question)
+
+
+def standalone_question(question: str, history: Sequence[tuple[str, str]], settings: Settings,
+                        chat: ChatBackend | None) -> tuple[str, LLMError | None] | None:
+    """A follow-up as a question that stands alone (`chat` rewrites it, else a heuristic does) and the model's error
+    when the rewrite failed (the answer then quotes); None when there is nothing to rewrite."""
+    turns = bound_history(history, settings.history_tokens)
+    if not turns or not (chat or looks_like_follow_up(question)):
+        return None
+    if chat is None:
+        return heuristic_standalone(question, turns), None
+    try:
+        return rewrite_question(question, turns, settings, chat=chat), None
+    except LLMError as e:
+        log.info("Question rewrite failed (%s); using the heuristic", e)
+        return heuristic_standalone(question, turns), e
 
 
 # --------------------------------------------------------------------------- prompt
