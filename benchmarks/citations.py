@@ -161,9 +161,23 @@ def _mean(xs: list[float]) -> float | None:
     return round(statistics.fmean(xs), 4) if xs else None
 
 
-def summarise(rows: list[Row], coverage: float = JUDGE_COVERAGE) -> dict:
-    """ALCE's figures for one mode, over the answered questions, and the baseline before DocChat's check."""
-    answered = [r for r in rows if r.answer.mode != AnswerMode.NOT_FOUND and shown_claims(r.answer)]
+def unsupported(rows: list[Row], limit: int = 40) -> list[dict]:
+    """The shown sentences the judge finds unsupported by their sources (for reading the judge's decisions)."""
+    out = []
+    for r in rows:
+        for sentence, passages in shown_claims(r.answer):
+            if not (passages and entails("\n".join(passages), sentence, r.item.gold)):
+                out.append({"id": r.item.qid, "mode": str(r.answer.mode), "sentence": sentence[:200],
+                            "sources": len(passages), "gold": list(r.item.gold),
+                            "source_text": passages[0][:300] if passages else None})
+    return out[:limit]
+
+
+def summarise(rows: list[Row], coverage: float = JUDGE_COVERAGE, model_only: bool = False) -> dict:
+    """ALCE's figures for one mode, over the answered questions (`model_only`: over the answers the model wrote),
+    and the baseline before DocChat's check."""
+    answered = [r for r in rows if r.answer.mode != AnswerMode.NOT_FOUND and shown_claims(r.answer)
+                and (not model_only or r.answer.mode == AnswerMode.MODEL)]
     scores = [score_answer(shown_claims(r.answer), r.item.gold, coverage) for r in answered]
     raws = [score_answer(raw_claims(r.answer), r.item.gold, coverage) for r in answered if raw_claims(r.answer)]
     return {
@@ -229,8 +243,9 @@ def main(argv: list[str] | None = None) -> int:
                     srv2 = stack.enter_context(LLMServer())
                     s = settings.with_overrides(chat_model=f"ollama:{MODEL_NAME}", ollama_host=srv2.url)
                     rows = run_mode(lib, s, items, True, mode)
-            report["modes"][mode] = {"figures": summarise(rows),
-                                     "by_coverage": {str(c): summarise(rows, c) for c in (0.6, 0.9)}}
+            report["modes"][mode] = {"figures": summarise(rows), "model_written": summarise(rows, model_only=True),
+                                     "by_coverage": {str(c): summarise(rows, c) for c in (0.6, 0.9)},
+                                     "unsupported": unsupported(rows)}
     finally:
         lib.close()
     if args.json:
@@ -259,6 +274,9 @@ def print_table(report: dict) -> None:
             ("seconds per question (median)", "seconds_median", str)]
     for label, key, fmt in rows:
         print(f"| {label} | " + " | ".join(fmt(m["figures"][key]) for m in modes.values()) + " |")
+    print("| precision / recall over the model-written answers only | " + " | ".join(
+        f"{_pct(m['model_written']['citation_precision'])} / {_pct(m['model_written']['citation_recall'])} "
+        f"({m['model_written']['answered']})" for m in modes.values()) + " |")
     for c in ("0.6", "0.9"):
         print(f"| precision / recall with judge coverage {c} | " + " | ".join(
             f"{_pct(m['by_coverage'][c]['citation_precision'])} / {_pct(m['by_coverage'][c]['citation_recall'])}"
