@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sys
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -21,6 +19,7 @@ import anyio
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp_helpers import run_async, server_env  # tests/ is on the path (pytest.ini)
 
 from rag_core.adapters.mcp import files
 from rag_core.adapters.mcp.files import NO_FOLDER_ALLOWED, allowed_dirs
@@ -34,27 +33,8 @@ POSIX_FILES = pytest.mark.skipif(os.name != "posix", reason="symbolic links and 
 pytestmark = pytest.mark.slow
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def run_async(main: Callable[[], Awaitable[None]]) -> None:
-    """anyio.run(main) on a fresh thread (a Playwright test earlier in this process may own the main thread's loop)."""
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            anyio.run(main)
-        except BaseException as e:  # noqa: BLE001 - handed back to the test below
-            failure.append(e)
-
-    worker = threading.Thread(target=target, name="mcp-client")
-    worker.start()
-    worker.join()
-    if failure:
-        raise failure[0]
 
 
 class Session:
@@ -80,10 +60,8 @@ class Session:
 
 def over_stdio(data: Path, flags: list[str], body: Callable[[Session], Awaitable[None]], errlog: Path) -> None:
     """Spawn `python -m rag_core mcp FLAGS` with the official stdio client and run `body` on its session."""
-    env = {"DOCCHAT_DATA_DIR": str(data), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "OLLAMA_HOST": f"http://127.0.0.1:{free_port()}"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "rag_core", "mcp", *flags], cwd=str(ROOT),
-                                   env=env)
+                                   env=server_env(data))
 
     async def main() -> None:
         with errlog.open("w", encoding="utf-8") as err:
