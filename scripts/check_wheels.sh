@@ -7,7 +7,8 @@
 # source distributions. It needs the package registry (PyPI); about 5 s a target once uv's cache is warm.
 #
 #   sh scripts/check_wheels.sh [requirements.txt]
-#   TARGETS="x86_64-apple-darwin" sh scripts/check_wheels.sh   # fails: torch has no Intel Mac wheel (README)
+#   TARGETS="x86_64-apple-darwin" PYTHONS="3.11 3.13" MACOSX_DEPLOYMENT_TARGET=13.0 sh scripts/check_wheels.sh
+#     (Intel Macs: ONNX Runtime's last wheel for them, 1.23.2, is for macOS 13 and Python 3.10-3.13; .ci/run runs it)
 #
 # TARGETS: uv platform names; PYTHONS: Python versions (the oldest supported and the newest python.org offers).
 set -u

@@ -2,22 +2,23 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import gc
 import logging
 import os
 import threading
 from collections import deque
+from enum import Enum
 from pathlib import Path
+from typing import Any
 
 # Never reach for the Hugging Face hub: weights come from a local folder or package.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-# torch's OpenMP threads wait for each other by spinning: on a busy machine (2 cores, other programs running) a
-# spinning thread holds the core its partner needs, and one batch of 8 passages took 3-4 s instead of 1.6 (a batch of
-# 1: 12-16 s instead of 2), so Stop and progress froze during "Learning what each passage is about…" (issue 24).
-# Waiting threads sleep instead. Read once, when torch loads (lazily, in Embedder._load): set before that.
+# The optional torch runtime's OpenMP threads wait for each other by spinning: on a busy machine (2 cores, other
+# programs running) a spinning thread holds the core its partner needs (a batch took 3-4 s instead of 1.6; issue 24).
+# Waiting threads sleep instead (ONNX Runtime's threads are told the same in onnx_bert.OnnxBert). Read once, when
+# torch loads: set before that.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
@@ -29,6 +30,16 @@ from rag_core.core.errors import DocChatError
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 32
+
+
+class EmbeddingRuntime(Enum):
+    """What runs the model: ONNX Runtime for a BERT (the default, no torch), torch for any other model."""
+
+    AUTO = "auto"
+    TORCH = "torch"  # sentence-transformers even for a BERT: benchmarks/embedding_runtime.py compares the two
+
+
+RUNTIME = EmbeddingRuntime.AUTO  # set by the benchmarks only
 # Bump when LexicalEncoder changes what it emits: stored sparse vectors must come from the same encoder
 # (a library stamped with another version is re-encoded on open: rag_core.store.lexical.reencode_stored).
 LEXICAL_VERSION = "qdrant-bm25-english-nostop-1"
@@ -144,12 +155,13 @@ def model_shape(path: Path) -> tuple[int, int]:
 
 
 class Embedder(Embeddings):
-    """A LangChain Embeddings over a sentence-transformers model on the CPU: normalised vectors, its own tokenizer.
+    """A LangChain Embeddings over a sentence-transformers model on the CPU (ONNX Runtime; torch only for a model that is
+    not a BERT): normalised vectors, its own tokenizer.
 
-    With `background=True` the model loads on a thread (a few seconds: torch and the weights) while the caller goes
+    With `background=True` the model loads on a thread (a second or two: the weights and the runtime) while the caller goes
     on; the first call that needs it waits. The app uses this to paint and list the library at once. With `lazy=True`
     it loads only when a call first needs it (vectors or tokens), on that call's thread: the command line lists,
-    deletes and upgrades a library without loading torch at all (issue 28: `docchat list` took ~15 s).
+    deletes and upgrades a library without loading the model at all (issue 28: `docchat list` took ~15 s).
     """
 
     def __init__(self, name: str = DEFAULT_EMBEDDING_MODEL, background: bool = False, lazy: bool = False) -> None:
@@ -160,41 +172,64 @@ class Embedder(Embeddings):
         self._error: BaseException | None = None
         self._lazy = lazy and not background
         self._load_lock = threading.Lock()  # one first-use load at a time
-        # torch inference is thread-safe enough, but two big batches at once only thrash 2 cores. Handed over in
+        # The runtime is thread-safe, but two big batches at once only thrash 2 cores. Handed over in
         # turn, questions first: a question waits for at most the one upload batch in progress, never the upload.
         self._lock = FairLock()
-        self._counter_lock = threading.Lock()
+        self._torch: Any = None  # the optional sentence-transformers model, for a model that is not a BERT
         if background:
             threading.Thread(target=self._load_logged, name="docchat-embedding-model", daemon=True).start()
         elif not lazy:
             self._load()
 
     def _load(self) -> None:
-        from sentence_transformers import SentenceTransformer
+        from rag_core.store import onnx_bert
 
         try:
-            model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
-            dim, max_seq_length = model.get_embedding_dimension(), model.max_seq_length
-            if dim is None or max_seq_length is None:
-                raise DocChatError(f"The embedding model “{self.name}” does not say its vector size and input length.")
-            self._model = model
-            self._dim, self._max_seq_length = int(dim), int(max_seq_length)
-            self._tokenizer = model.tokenizer
-            # The fast tokenizer is stateful (encode() switches its padding/truncation), so concurrent calls from
-            # sessions break each other ("Unable to create tensor"). Counting uses its own copy under its own lock,
-            # so chunking one document never waits for another session's embedding batch.
-            self._counter = copy.deepcopy(model.tokenizer)
+            try:
+                if RUNTIME is EmbeddingRuntime.TORCH:
+                    raise onnx_bert.UnsupportedModel(self.name)
+                shape = onnx_bert.read_shape(self.path)
+            except onnx_bert.UnsupportedModel:
+                self._load_torch()  # not a BERT: the optional torch runtime, if installed
+            else:
+                self._model = onnx_bert.OnnxBert(self.path, shape)
+                self._dim, self._max_seq_length = shape.hidden, shape.max_seq_length
+                # Two tokenizers, each configured once and then only read, so sessions share them safely: one cuts
+                # and pads for the model, the other counts word pieces for the chunker.
+                self._tokenizer = onnx_bert.load_tokenizer(self.path, shape.max_seq_length)
+                self._counter = onnx_bert.load_tokenizer(self.path)
         except BaseException as e:
             self._error = e
             raise
         finally:
             self._ready.set()
         log.info("Loaded embedding model %s (%d dims) from %s", self.name, self._dim, self.path)
-        # torch and transformers leave ~590,000 objects that live as long as the process, and every full run of the
-        # cyclic garbage collector walked them all: 1.0-1.2 s with every thread stopped on a busy 2-core machine
-        # (Stop, progress and the page froze with it; issue 24). They are moved out of its sight (0.000 s after).
+        # Long-lived objects (the runtime, the optional torch) are moved out of the cyclic collector's sight: every
+        # full collection walked them (torch's ~590,000: 1.0-1.2 s with every thread stopped, issue 24).
         gc.collect()
         gc.freeze()
+
+    def _load_torch(self) -> None:
+        """A model other than BERT through sentence-transformers (`pip install 'docchat[torch]'`)."""
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as e:
+            raise DocChatError(f"The embedding model “{self.name}” is not a BERT model, which DocChat runs without "
+                               "torch: install the torch extra (`pip install 'docchat[torch]'`) or choose a BERT "
+                               "sentence-transformers model.") from e
+        from tokenizers import Tokenizer
+
+        model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
+        dim, max_seq_length = model.get_embedding_dimension(), model.max_seq_length
+        if dim is None or max_seq_length is None:
+            raise DocChatError(f"The embedding model “{self.name}” does not say its vector size and input length.")
+        self._torch = model
+        self._dim, self._max_seq_length = int(dim), int(max_seq_length)
+        backend = model.tokenizer.backend_tokenizer
+        self._tokenizer = Tokenizer.from_str(backend.to_str())
+        self._counter = Tokenizer.from_str(backend.to_str())
+        self._counter.no_truncation()
+        self._counter.no_padding()
 
     def _load_logged(self) -> None:
         try:
@@ -236,8 +271,8 @@ class Embedder(Embeddings):
         return self._max_seq_length
 
     @property
-    def tokenizer(self):  # a transformers tokenizer
-        """The model's own (fast) tokenizer."""
+    def tokenizer(self):  # a tokenizers.Tokenizer
+        """The model's own fast tokenizer (cuts at the model's input length, pads a batch to its longest)."""
         self.wait()
         return self._tokenizer
 
@@ -250,11 +285,24 @@ class Embedder(Embeddings):
         self.wait()
         self._lock.acquire(background=background)
         try:
-            return self._model.encode(
-                texts, batch_size=BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-            )
+            if self._torch is not None:
+                return self._torch.encode(texts, batch_size=BATCH_SIZE, normalize_embeddings=True,
+                                          convert_to_numpy=True, show_progress_bar=False)
+            return self._encode(texts)
         finally:
             self._lock.release()
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        """Batches of similar length (longest first, as sentence-transformers does), so little padding is run."""
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        for i in range(0, len(texts), BATCH_SIZE):
+            rows = order[i:i + BATCH_SIZE]
+            batch = self._tokenizer.encode_batch([texts[j] for j in rows])
+            ids = np.array([e.ids for e in batch], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
+            out[rows] = self._model.run(ids, mask)
+        return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """LangChain interface: vectors for passages (added in the background: questions go first)."""
@@ -272,20 +320,13 @@ class Embedder(Embeddings):
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character (start, end) of every word piece in `text`."""
         self.wait()
-        with self._counter_lock:
-            enc = self._counter(text, add_special_tokens=False, return_offsets_mapping=True,
-                                return_attention_mask=False, return_token_type_ids=False, verbose=False)
-        return [tuple(o) for o in enc["offset_mapping"]]
+        return [tuple(o) for o in self._counter.encode(text, add_special_tokens=False).offsets]
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         """Word-piece ids per text (no special tokens). Texts longer than the model reads are counted on purpose (to
-        be cut), never run through it: verbose=False keeps transformers' "Token indices sequence length is longer
-        than the specified maximum … will result in indexing errors" out of the terminal (issue 28)."""
+        be cut), never run through it; the counting tokenizer has no limit, so nothing warns (issue 28)."""
         if not texts:
             return []
         self.wait()
-        with self._counter_lock:
-            enc = self._counter(list(texts), add_special_tokens=False, return_attention_mask=False,
-                                return_token_type_ids=False, verbose=False)
-        return enc["input_ids"]
+        return [e.ids for e in self._counter.encode_batch(list(texts), add_special_tokens=False)]
 

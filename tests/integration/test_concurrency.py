@@ -114,15 +114,11 @@ def test_counting_tokens_leaves_the_embedding_tokenizer_alone(embedder):
     """Chunking (count_tokens / token_offsets / token_ids) in one session must not reconfigure the tokenizer that
     another session's encode() is using at that moment: before the fix it switched padding and truncation off in
     mid-encode and the query failed with "Unable to create tensor" (reproduced with 2 chunking + 2 embedding threads)."""
-    backend = embedder.tokenizer._tokenizer  # the Rust tokenizer that encode() configures for each batch
-    backend.enable_padding(length=None)
-    backend.enable_truncation(max_length=embedder.max_seq_length)
-    try:
-        before = (backend.padding, backend.truncation)
-        assert embedder.count_tokens(["some words", "a few more words here"]) == [2, 5]
-        assert embedder.token_offsets("as well") == [(0, 2), (3, 7)]
-        assert embedder.token_ids(["ids too"])
-        assert (backend.padding, backend.truncation) == before
-    finally:
-        backend.no_padding()
-        backend.no_truncation()
+    backend = embedder.tokenizer  # the Rust tokenizer encode() uses: it cuts and pads, configured once at load
+    before = (backend.padding, backend.truncation)
+    assert before[0] is not None and before[1]["max_length"] == embedder.max_seq_length
+    assert embedder.count_tokens(["some words", "a few more words here"]) == [2, 5]
+    assert embedder.token_offsets("as well") == [(0, 2), (3, 7)]
+    assert embedder.token_ids(["ids too"])
+    assert embedder.count_tokens(["word " * 400]) == [400]  # counting is not cut
+    assert (backend.padding, backend.truncation) == before

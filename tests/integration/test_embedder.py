@@ -38,6 +38,6 @@ def test_a_model_that_cannot_load_says_so_on_first_use(tmp_path):
     folder = tmp_path / "not-a-model"
     folder.mkdir()
     broken = Embedder(str(folder), background=True)
-    with pytest.raises(DocChatError, match="could not be loaded"):
+    with pytest.raises(DocChatError, match="missing or damaged"):
         broken.encode(["hello"])
     assert broken.ready

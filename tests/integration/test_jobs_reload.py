@@ -151,15 +151,16 @@ def test_stop_says_stopping_at_once_and_the_result_is_an_enum_equal_to_the_old_s
 
 # -- Stop in every stage ---------------------------------------------------------------------------------------------
 def test_the_garbage_collector_no_longer_walks_the_model_with_every_thread_stopped(embedder):
-    """torch and transformers leave ~590,000 long-lived objects; a full collection walked them all (1.0-1.2 s at load
-    5.7, every thread waiting: Stop, progress and the page with it). Loading the model moves them out of its sight."""
+    """torch and transformers left ~590,000 long-lived objects; a full collection walked them all (1.0-1.2 s at load
+    5.7, every thread waiting: Stop, progress and the page with it). Loading the model moves what lives as long as the
+    process (ONNX Runtime's, the libraries', ~60,000 objects) out of its sight."""
     embedder.wait()
     started = time.monotonic()
     gc.collect()
     took = time.monotonic() - started
     print(f"\nfull garbage collection with the model loaded: {took:.3f} s ({gc.get_freeze_count()} objects frozen, "
           f"{len(gc.get_objects())} tracked)")
-    assert gc.get_freeze_count() > 300_000
+    assert gc.get_freeze_count() > 30_000
 
 
 def _reader_running() -> bool:

