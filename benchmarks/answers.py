@@ -16,7 +16,7 @@ the answer-choosing steps (quote ranking + evidence check + quoting), replies la
 refusal curve over the off-topic thresholds (rag_core.answer.grounding.answerability.OFF_RELEVANCE / OFF_COSINE), per wording.
 The operating point is chosen on the tune split by benchmarks/answer_tuning.py.
 
-Run:  .venv/bin/python -m benchmarks.answers [--limit N] [--pubmedqa-limit N|-1] [--json FILE]   (~9 min on 2 cores)
+Run:  .venv/bin/python -m benchmarks.answers [--limit N] [--pubmedqa-limit N|-1] [--json FILE] [--widen]   (~9 min on 2 cores)
 """
 from __future__ import annotations
 
@@ -193,7 +193,11 @@ def main() -> None:
     ap.add_argument("--pubmedqa-limit", type=int, default=0, help="at most N PubMedQA questions (0: as --limit; "
                                                                    "-1: none)")
     ap.add_argument("--json", metavar="FILE", help="write the report and every answer to FILE")
+    ap.add_argument("--widen", action="store_true", help="the small-to-large read on (rag_core/answer/widen.py)")
     args = ap.parse_args()
+    if args.widen:
+        from rag_core.answer import widen
+        widen.WIDEN_READ = True
     logging.basicConfig(level=logging.WARNING)
     base = Settings(ollama_model="")
     lim = args.limit or None

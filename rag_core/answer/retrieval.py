@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from rag_core.answer.grounding.answerability import ON_TOPIC, mentions
+from rag_core.answer.rerank import RERANK_DEPTH, rerank
 from rag_core.core.models import Chunk, Match, MatchKind, MatchLevel, Passage
 from rag_core.core.text import STOP_WORDS, TOKEN_RE, content_terms, stem
 from rag_core.store.backends import Search
@@ -27,7 +28,7 @@ from rag_core.store.vector_store import Store
 if TYPE_CHECKING:  # pragma: no cover - type only: importing langchain-qdrant takes seconds (issue 28)
     from langchain_qdrant import SparseVector
 
-METHODS = ("vector", "lexical", "rrf", "dbsf", "zscore")
+METHODS = ("vector", "lexical", "rrf", "dbsf", "zscore", "rerank")  # rerank: zscore, then rag_core.answer.rerank
 DEFAULT_METHOD = "zscore"
 DENSE_WEIGHT = 0.5  # share of the dense z-score in the zscore mix (lexical gets the rest); measured in docs/retrieval.md
 CANDIDATES = 50  # candidates per list for fusion
@@ -143,6 +144,9 @@ def retrieve_scored(store: Store, query: str, k: int = 5, doc_ids: Iterable[str]
         doc_ids = list(doc_ids)
         if not doc_ids:
             return Retrieved([], None)
+    reranked = method == "rerank"
+    if reranked:
+        method = "zscore"
     qv = vectors or embed_queries(store, [query])[0]
     has_words = bool(qv.sparse.indices)
     if not has_words and method != "lexical":  # no searchable word (e.g. only punctuation): lexical has nothing to say
@@ -175,7 +179,10 @@ def retrieve_scored(store: Store, query: str, k: int = 5, doc_ids: Iterable[str]
         lexical = lists[1]
     elif method == "lexical" and ranking:
         lexical = lists[0]
-    passages = explain(store, query, qv, kept[:k], members[:k], _scores(dense), _scores(lexical))
+    n = max(k, RERANK_DEPTH) if reranked else k
+    passages = explain(store, query, qv, kept[:n], members[:n], _scores(dense), _scores(lexical))
+    if reranked:
+        passages = rerank(query, passages)[:k]
     return Retrieved(passages, best[0].score if best else None)
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from rag_core.core.config import Settings
 from rag_core.core.errors import DiskFull, DocChatError, DocumentNotFound, EmbeddingModelMismatch
 from rag_core.core.models import Chunk, DocumentInfo, Passage, Progress, SourceMeta
+from rag_core.store import context
 from rag_core.store.backends import (
     COMPLETE,
     DELETING,
@@ -271,7 +272,7 @@ class Store:
         """Dense and lexical vectors for chunks (outside the store lock: the slow part)."""
         import numpy as np
 
-        texts = [c.text for c in chunks]
+        texts = [context.indexed_text(c) for c in chunks]  # the chunk's own text unless contextual passages are on
         dense = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
         # Length-sorted groups pad as little as one big encode() call would, yet still report progress.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)

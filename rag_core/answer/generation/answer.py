@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from rag_core.answer import widen
 from rag_core.answer.generation.chat import ChatBackend, backend_for
 from rag_core.answer.generation.extractive import EXTRACTIVE_PASSAGES, extractive_answer, tidy_answer_text
 from rag_core.answer.generation.notices import (
@@ -39,12 +40,7 @@ from rag_core.answer.generation.outcome import (
     read_stream,
     unchecked,
 )
-from rag_core.answer.generation.prompt import (
-    NOT_FOUND_REPLY,
-    Prompt,
-    build_prompt,
-    standalone_question,
-)
+from rag_core.answer.generation.prompt import NOT_FOUND_REPLY, Prompt, build_prompt, standalone_question
 from rag_core.answer.generation.whole import route
 from rag_core.answer.grounding import answerability
 from rag_core.answer.grounding import citations as cites
@@ -52,6 +48,7 @@ from rag_core.answer.grounding.answerability import Verdict
 from rag_core.answer.grounding.evidence import verify_answer
 from rag_core.answer.grounding.quotes import Candidate, rank_quotes
 from rag_core.answer.injection.detect import mark_answer
+from rag_core.answer.language import with_language_notice
 from rag_core.answer.retrieval import embed_queries, phrase_in_library, retrieve_scored
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, LLMError
@@ -161,6 +158,8 @@ class AnswerStream:
             if mode == AnswerMode.MODEL and not answer.incomplete:
                 answer = replace(answer, notice=answer.notice or evidence_notice(answer))
             answer = mark_answer(answer)  # a cited passage with instructions addressed to an AI: say so
+        # A question in another language than the passages found for it: the reply says so (never a silent miss).
+        answer = replace(answer, notice=with_language_notice(answer.notice, self.question, answer.passages))
         self.answer = answer
         return answer
 
@@ -214,7 +213,8 @@ class AnswerStream:
         qvec = np.asarray(vectors.dense, dtype=np.float32)
         t = self._mark("embed_query", t)
         found = retrieve_scored(self.library.store, query, self.k, self.doc_ids, self.owners, vectors=vectors)
-        self.passages = found.passages
+        self.passages = (widen.widen(self.library.store, found.passages, self.owners) if widen.WIDEN_READ
+                         else found.passages)  # the small-to-large read, when on (rag_core/answer/widen.py)
         self._mark("retrieve", t)
         self._enter(Step.READ)
         return qvec, found.relevance  # the best chunk's dense cosine, from the same request as the passages

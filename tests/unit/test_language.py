@@ -1,0 +1,64 @@
+"""The language sentence of a reply (rag_core.answer.language): questions told apart by language, passages too, and
+the sentence only when they differ; never for a short or unclear question."""
+from __future__ import annotations
+
+import pytest
+
+from rag_core.answer import language as lang
+from rag_core.core.models import Chunk, Passage, SourceMeta
+
+ENGLISH = ("The Panthers defense gave up just 308 points, ranking sixth in the league, while also leading the NFL in "
+           "interceptions with 24 and boasting four Pro Bowl selections. Pro Bowl defensive tackle Kawann Short led "
+           "the team in sacks with 11, while also forcing three fumbles and recovering two.")
+GERMAN = ("Die Verteidigung der Panthers ließ nur 308 Punkte zu und belegte damit den sechsten Platz der Liga. Zugleich "
+          "führte sie die NFL mit 24 Interceptions an und stellte vier Spieler für den Pro Bowl. Der Defensive Tackle "
+          "Kawann Short führte das Team mit elf Sacks an.")
+
+
+def _passages(text: str, n: int = 2) -> list[Passage]:
+    source = SourceMeta(file_name="doc.md", title="Doc", kind="md", sha256="x")
+    return [Passage(Chunk("d", i, text, 0, len(text), None, None, (), source), 1.0 - i / 10) for i in range(n)]
+
+
+@pytest.mark.parametrize(("question", "code"), [
+    ("Combien de points la défense des Panthers a-t-elle concédés ?", "fr"),
+    ("Wie viele Punkte hat die Verteidigung der Panthers zugelassen?", "de"),
+    ("¿Cuántos puntos permitió la defensa de los Panthers?", "es"),
+    ("How many points did the Panthers defense surrender?", "en"),
+])
+def test_question_language(question, code):
+    assert lang.question_language(question) == code
+
+
+@pytest.mark.parametrize("question", ["Tesla?", "Super Bowl", "NFL 2015", ""])
+def test_short_questions_are_not_labelled(question):
+    assert lang.question_language(question) is None
+    assert lang.language_notice(question, _passages(ENGLISH)) is None
+
+
+def test_notice_names_both_languages_when_they_differ():
+    note = lang.language_notice("Combien de points la défense des Panthers a-t-elle concédés ?", _passages(ENGLISH))
+    assert note is not None and "French" in note and "English" in note
+    back = lang.language_notice("How many points did the Panthers defense give up?", _passages(GERMAN))
+    assert back is not None and "English" in back and "German" in back
+
+
+def test_no_notice_when_languages_match_or_nothing_was_found():
+    assert lang.language_notice("How many points did the Panthers defense surrender?", _passages(ENGLISH)) is None
+    assert lang.language_notice("Wie viele Punkte ließ die Verteidigung zu?", _passages(GERMAN)) is None
+    assert lang.language_notice("Combien de points la défense a-t-elle concédés ?", []) is None
+    assert lang.language_notice("Combien de points la défense a-t-elle concédés ?", _passages("Too short.")) is None
+
+
+def test_with_language_notice_appends_to_an_existing_notice():
+    q = "¿Cuántos puntos permitió la defensa de los Panthers?"
+    alone = lang.with_language_notice(None, q, _passages(ENGLISH))
+    assert alone is not None and alone.startswith("Your question seems to be in Spanish")
+    both = lang.with_language_notice("None of your documents seems to cover this question.", q, _passages(ENGLISH))
+    assert both is not None and both.startswith("None of your documents") and both.endswith(alone)
+    assert lang.with_language_notice("Kept.", "How many points?", _passages(ENGLISH)) == "Kept."
+
+
+def test_hostile_input_is_bounded():
+    huge = "Combien " * 200_000 + "\x00\ud7ff" * 1000
+    assert lang.question_language(huge) in (None, *lang.LANGUAGES)
