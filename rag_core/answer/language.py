@@ -14,9 +14,12 @@ import functools
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rag_core.core.models import Passage
+from rag_core.core.models import DocumentInfo, Passage
+
+if TYPE_CHECKING:  # pragma: no cover - type only
+    from rag_core.store.vector_store import Store
 
 # The languages told apart (ISO 639-1) with their names in a reply. A short question is only ever guessed among these.
 LANGUAGES = {
@@ -29,10 +32,13 @@ LANGUAGES = {
 MIN_QUESTION_WORDS = 3  # fewer words than this say too little about their language ("Tesla?")
 MIN_CONFIDENCE = 0.9  # py3langid's normalised probability; checked on the tune split (benchmarks/multilingual.py)
 PASSAGE_CHARS = 2000  # of the top passages read to tell their language
+NOTICE_OTHER_DOCUMENTS = ("Some of your documents are in {languages}: DocChat finds passages best in the language of "
+                          "the question, so to search those documents, ask in {first} too.")
 NOTICE_LANGUAGE = ("Your question seems to be in {question} and the passages found are in {documents}: DocChat finds "
                    "passages best when you ask in the language of your documents, so try asking in {documents}.")
 
 _lock = threading.Lock()
+_doc_languages: dict[tuple[str, str, str], str | None] = {}  # (doc_id, sha256, added_at) -> language, per process
 
 
 @dataclass(frozen=True)
@@ -89,9 +95,49 @@ def language_notice(question: str, passages: Sequence[Passage]) -> str | None:
     return NOTICE_LANGUAGE.format(question=LANGUAGES[asked], documents=LANGUAGES[found])
 
 
-def with_language_notice(notice: str | None, question: str, passages: Sequence[Passage]) -> str | None:
-    """The reply's notice with the language sentence added when the languages differ."""
+def document_language(store: Store, doc: DocumentInfo) -> str | None:
+    """A document's language from its first passages (cached per document version), or None when unsure."""
+    key = (doc.doc_id, doc.sha256, doc.added_at)
+    if key not in _doc_languages:
+        if doc.lang and doc.lang in LANGUAGES:  # a Wikipedia article says its language
+            _doc_languages[key] = doc.lang
+        else:
+            chunks = [c for c, _ in store.document_chunks(doc.doc_id, [doc.owner])[:3]]
+            _doc_languages[key] = passages_language([Passage(c, 0.0) for c in chunks])
+    return _doc_languages[key]
+
+
+def other_languages(store: Store, owners: Sequence[str | None] | None, asked: str,
+                    doc_ids: Sequence[str] | None = None) -> list[str]:
+    """The languages, other than `asked`, of the library's documents (visible to `owners`; only `doc_ids` if given)."""
+    docs = [d for d in store.list_documents(owners) if doc_ids is None or d.doc_id in doc_ids]
+    found = {document_language(store, d) for d in docs}
+    return sorted(code for code in found if code is not None and code != asked)
+
+
+def library_notice(question: str, store: Store, owners: Sequence[str | None] | None = None,
+                   doc_ids: Sequence[str] | None = None) -> str | None:
+    """One sentence when the question's language is clear and the library also holds documents in other languages
+    (passages in those are found less well, so a miss there would otherwise be silent)."""
+    asked = question_language(question)
+    if asked is None:
+        return None
+    others = other_languages(store, owners, asked, doc_ids)
+    if not others:
+        return None
+    names = [LANGUAGES[c] for c in others]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return NOTICE_OTHER_DOCUMENTS.format(languages=listed, first=names[0])
+
+
+def with_language_notice(notice: str | None, question: str, passages: Sequence[Passage], store: Store | None = None,
+                         owners: Sequence[str | None] | None = None, doc_ids: Sequence[str] | None = None
+                         ) -> str | None:
+    """The reply's notice with the language sentence added when the question's language differs from the passages'
+    or, with `store`, from some of the library's documents'."""
     extra = language_notice(question, passages)
+    if extra is None and store is not None:
+        extra = library_notice(question, store, owners, doc_ids)
     if extra is None:
         return notice
     return f"{notice} {extra}" if notice else extra

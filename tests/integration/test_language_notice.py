@@ -17,3 +17,27 @@ def test_french_question_over_english_documents_is_told(library, settings):
     english = answer(library, "What is the capital of Belgium and how many people live there?", settings,
                      use_llm=False)
     assert "seems to be in" not in (english.notice or "")
+
+
+GERMAN_NOTE = ("Die Fähre nach Helgoland fährt im Sommer täglich um neun Uhr ab Cuxhaven. Die Überfahrt dauert etwa "
+               "zwei Stunden, und an Bord gibt es ein Restaurant. Hunde dürfen an der Leine mitgenommen werden, "
+               "Fahrräder nur nach vorheriger Anmeldung beim Reisebüro im Hafen.")
+
+
+def test_an_english_question_over_a_library_with_a_german_document_is_told(library, settings, tmp_path):
+    """The reverse direction: the passages found are English, but a German document may hold the answer, so the reply
+    names the library's other language (never a silent miss); a library of one language gets no such sentence."""
+    assert library.ingest_path(DOCS / "eu_capitals.md").status == "added"
+    question = "When does the ferry to Helgoland leave and how long does the crossing take?"
+    alone = answer(library, question, settings, use_llm=False)
+    assert "Some of your documents are in" not in (alone.notice or "")
+    note = tmp_path / "faehre.md"
+    note.write_text("# Fähre\n\n" + GERMAN_NOTE + "\n", encoding="utf-8")
+    assert library.ingest_path(note).status == "added"
+    mixed = answer(library, "What is the capital of Belgium and how many people live there?", settings,
+                   use_llm=False)
+    assert mixed.notice is not None and "Some of your documents are in German" in mixed.notice
+    assert "ask in German" in mixed.notice
+    scoped = answer(library, "What is the capital of Belgium and how many people live there?", settings,
+                    use_llm=False, doc_ids=[d.doc_id for d in library.documents() if d.title != "Fähre"])
+    assert "Some of your documents are in" not in (scoped.notice or "")

@@ -158,8 +158,8 @@ class AnswerStream:
             if mode == AnswerMode.MODEL and not answer.incomplete:
                 answer = replace(answer, notice=answer.notice or evidence_notice(answer))
             answer = mark_answer(answer)  # a cited passage with instructions addressed to an AI: say so
-        # A question in another language than the passages found for it: the reply says so (never a silent miss).
-        answer = replace(answer, notice=with_language_notice(answer.notice, self.question, answer.passages))
+        answer = replace(answer, notice=with_language_notice(  # another language than its passages' or documents'
+            answer.notice, self.question, answer.passages, self.library.store, self.owners, self.doc_ids))
         self.answer = answer
         return answer
 
