@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ LANGUAGES = {
 }
 MIN_QUESTION_WORDS = 3  # fewer words than this say too little about their language ("Tesla?")
 MIN_CONFIDENCE = 0.9  # py3langid's normalised probability; checked on the tune split (benchmarks/multilingual.py)
+LEARN_SECONDS = 0.25  # at most this long a question reading documents' languages (about 300 documents a second)
 PASSAGE_CHARS = 2000  # of the top passages read to tell their language
 NOTICE_OTHER_DOCUMENTS = ("Some of your documents are in {languages}: DocChat finds passages best in the language of "
                           "the question, so to search those documents, ask in {first} too.")
@@ -111,7 +113,11 @@ def other_languages(store: Store, owners: Sequence[str | None] | None, asked: st
                     doc_ids: Sequence[str] | None = None) -> list[str]:
     """The languages, other than `asked`, of the library's documents (visible to `owners`; only `doc_ids` if given)."""
     docs = [d for d in store.list_documents(owners) if doc_ids is None or d.doc_id in doc_ids]
-    found = {document_language(store, d) for d in docs}
+    deadline = time.monotonic() + LEARN_SECONDS
+    found = set()
+    for d in docs:  # documents not read yet are read within a time budget per question; the rest on later ones
+        if (d.doc_id, d.sha256, d.added_at) in _doc_languages or time.monotonic() < deadline:
+            found.add(document_language(store, d))
     return sorted(code for code in found if code is not None and code != asked)
 
 

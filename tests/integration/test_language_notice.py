@@ -41,3 +41,22 @@ def test_an_english_question_over_a_library_with_a_german_document_is_told(libra
     scoped = answer(library, "What is the capital of Belgium and how many people live there?", settings,
                     use_llm=False, doc_ids=[d.doc_id for d in library.documents() if d.title != "Fähre"])
     assert "Some of your documents are in" not in (scoped.notice or "")
+
+
+def test_reading_the_documents_languages_is_bounded_per_question(library, settings, tmp_path, monkeypatch):
+    """A document whose language is not known yet is read only within the question's time budget: with none left the
+    reply comes without the sentence (never a long wait), and a later question with time to spare learns it."""
+    from rag_core.answer import language
+
+    note = tmp_path / "faehre.md"
+    note.write_text("# Fähre\n\n" + GERMAN_NOTE + "\n", encoding="utf-8")
+    assert library.ingest_path(note).status == "added"
+    assert library.ingest_path(DOCS / "eu_capitals.md").status == "added"
+    monkeypatch.setattr(language, "_doc_languages", {})
+    monkeypatch.setattr(language, "LEARN_SECONDS", 0.0)
+    question = "What is the capital of Belgium and how many people live there?"
+    assert "Some of your documents are in" not in (answer(library, question, settings, use_llm=False).notice or "")
+    assert language._doc_languages == {}
+    monkeypatch.setattr(language, "LEARN_SECONDS", 5.0)
+    assert "Some of your documents are in German" in (answer(library, question, settings, use_llm=False).notice or "")
+    assert sorted(v for v in language._doc_languages.values() if v) == ["de", "en"]
