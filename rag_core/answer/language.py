@@ -36,6 +36,8 @@ LEARN_SECONDS = 0.25  # at most this long a question reading documents' language
 PASSAGE_CHARS = 2000  # of the top passages read to tell their language
 NOTICE_OTHER_DOCUMENTS = ("Some of your documents are in {languages}: DocChat finds passages best in the language of "
                           "the question, so to search those documents, ask in {first} too.")
+NOTICE_LIBRARY = ("Your question seems to be in {question} and your documents are in {documents}: DocChat finds "
+                  "passages best when you ask in the language of your documents, so try asking in {choices}.")
 NOTICE_LANGUAGE = ("Your question seems to be in {question} and the passages found are in {documents}: DocChat finds "
                    "passages best when you ask in the language of your documents, so try asking in {documents}.")
 
@@ -109,41 +111,55 @@ def document_language(store: Store, doc: DocumentInfo) -> str | None:
     return _doc_languages[key]
 
 
-def other_languages(store: Store, owners: Sequence[str | None] | None, asked: str,
-                    doc_ids: Sequence[str] | None = None) -> list[str]:
-    """The languages, other than `asked`, of the library's documents (visible to `owners`; only `doc_ids` if given)."""
+def library_languages(store: Store, owners: Sequence[str | None] | None = None,
+                      doc_ids: Sequence[str] | None = None) -> list[str]:
+    """The languages of the library's documents (visible to `owners`; only `doc_ids` if given), as far as known."""
     docs = [d for d in store.list_documents(owners) if doc_ids is None or d.doc_id in doc_ids]
     deadline = time.monotonic() + LEARN_SECONDS
     found = set()
     for d in docs:  # documents not read yet are read within a time budget per question; the rest on later ones
         if (d.doc_id, d.sha256, d.added_at) in _doc_languages or time.monotonic() < deadline:
             found.add(document_language(store, d))
-    return sorted(code for code in found if code is not None and code != asked)
+    return sorted(code for code in found if code is not None)
 
 
-def library_notice(question: str, store: Store, owners: Sequence[str | None] | None = None,
-                   doc_ids: Sequence[str] | None = None) -> str | None:
-    """One sentence when the question's language is clear and the library also holds documents in other languages
-    (passages in those are found less well, so a miss there would otherwise be silent)."""
+def _listed(codes: Sequence[str], last: str) -> str:
+    names = sorted(LANGUAGES[c] for c in codes)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" {last} " + names[-1]
+
+
+def library_notice(question: str, passages: Sequence[Passage], store: Store,
+                   owners: Sequence[str | None] | None = None, doc_ids: Sequence[str] | None = None) -> str | None:
+    """One sentence when the question's language is clear and differs from the language of the documents (all of
+    them, or some: passages in another language than the question's are found less well, so never a silent miss)."""
     asked = question_language(question)
     if asked is None:
         return None
-    others = other_languages(store, owners, asked, doc_ids)
+    languages = set(library_languages(store, owners, doc_ids))
+    found = passages_language(passages) if passages else None
+    if found is not None:  # a document not read yet: its passages say its language
+        languages.add(found)
+    if not languages:
+        return None
+    if asked not in languages:
+        codes = sorted(languages)
+        return NOTICE_LIBRARY.format(question=LANGUAGES[asked], documents=_listed(codes, "and"),
+                                     choices=_listed(codes, "or"))
+    others = sorted(languages - {asked})
     if not others:
         return None
-    names = [LANGUAGES[c] for c in others]
-    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-    return NOTICE_OTHER_DOCUMENTS.format(languages=listed, first=names[0])
+    return NOTICE_OTHER_DOCUMENTS.format(languages=_listed(others, "and"), first=min(LANGUAGES[c] for c in others))
 
 
 def with_language_notice(notice: str | None, question: str, passages: Sequence[Passage], store: Store | None = None,
                          owners: Sequence[str | None] | None = None, doc_ids: Sequence[str] | None = None
                          ) -> str | None:
     """The reply's notice with the language sentence added when the question's language differs from the passages'
-    or, with `store`, from some of the library's documents'."""
-    extra = language_notice(question, passages)
-    if extra is None and store is not None:
-        extra = library_notice(question, store, owners, doc_ids)
+    or, with `store`, from the library's documents' (all or some)."""
+    if store is None:
+        extra = language_notice(question, passages)
+    else:
+        extra = library_notice(question, passages, store, owners, doc_ids)
     if extra is None:
         return notice
     return f"{notice} {extra}" if notice else extra

@@ -38,6 +38,11 @@ def test_an_english_question_over_a_library_with_a_german_document_is_told(libra
                    use_llm=False)
     assert mixed.notice is not None and "Some of your documents are in German" in mixed.notice
     assert "ask in German" in mixed.notice
+    french = answer(library, "Quelle est la capitale de la Belgique et combien d'habitants y vivent ?", settings,
+                    use_llm=False)  # its top passage may well be the German one: the sentence names every language
+    assert french.notice is not None
+    assert "in French and your documents are in English and German" in french.notice
+    assert "try asking in English or German" in french.notice
     scoped = answer(library, "What is the capital of Belgium and how many people live there?", settings,
                     use_llm=False, doc_ids=[d.doc_id for d in library.documents() if d.title != "Fähre"])
     assert "Some of your documents are in" not in (scoped.notice or "")
