@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from benchmarks.rerank import paraphrased, split_of, xquad_splits
+from benchmarks.rerank import paraphrased, per_split, xquad_splits
 from rag_core.adapters import evaluation as ev
 from rag_core.core.config import Settings
 from rag_core.service.library import Library
@@ -32,13 +32,7 @@ def run(name: str, on: bool, xsplits: dict[str, str]) -> dict:
         ev.ingest_dataset(lib, ds)
         sets = [(name, ds)] + ([("paraphrased", paraphrased(ds))] if name == "xquad" else [])
         for label, d in sets:
-            res = ev.evaluate(lib.store, d, ["zscore"])[0]["zscore"]
-            out[label] = {}
-            for split in ("tune", "test", "all"):
-                part = ev.MethodResult("zscore", [r for q, r in zip(d.queries, res.ranks, strict=True)
-                                                  if split == "all" or split_of(label, q, xsplits) == split])
-                out[label][split] = {"recall@1": round(part.recall_at(1), 4), "recall@5": round(part.recall_at(5), 4),
-                                     "mrr@10": round(part.mrr(10), 4)}
+            out[label] = per_split(label, d, ev.evaluate(lib.store, d, ["zscore"])[0]["zscore"], xsplits)
     finally:
         lib.close()
         context.PREFIX_CONTEXT = False

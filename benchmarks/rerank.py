@@ -50,17 +50,23 @@ def split_of(name: str, q: ev.Query, xsplits: dict[str, str]) -> str:
     return xsplits[str(q.doc_id)]
 
 
+def per_split(name: str, ds: ev.Dataset, res: ev.MethodResult, xsplits: dict[str, str]) -> dict:
+    """n, recall@1/@5 and MRR@10 of one method's ranks on the tune split, the test split and all questions."""
+    out = {}
+    for split in ("tune", "test", "all"):
+        part = ev.MethodResult(res.method, [r for q, r in zip(ds.queries, res.ranks, strict=True)
+                                            if split == "all" or split_of(name, q, xsplits) == split])
+        out[split] = {"n": len(part.ranks), "recall@1": round(part.recall_at(1), 4),
+                      "recall@5": round(part.recall_at(5), 4), "mrr@10": round(part.mrr(10), 4)}
+    return out
+
+
 def figures(name: str, ds: ev.Dataset, store, xsplits: dict[str, str]) -> dict:
     """Recall@1/@5 per method and split, and milliseconds per question."""
     results, _ = ev.evaluate(store, ds, METHODS)
     out: dict = {}
     for m, res in results.items():
-        out[m] = {"ms_per_question": round(1000 * res.seconds / len(res.ranks), 2)}
-        for split in ("tune", "test", "all"):
-            part = ev.MethodResult(m, [r for q, r in zip(ds.queries, res.ranks, strict=True)
-                                       if split == "all" or split_of(name, q, xsplits) == split])
-            out[m][split] = {"n": len(part.ranks), "recall@1": round(part.recall_at(1), 4),
-                             "recall@5": round(part.recall_at(5), 4)}
+        out[m] = {"ms_per_question": round(1000 * res.seconds / len(res.ranks), 2), **per_split(name, ds, res, xsplits)}
     out["added_ms"] = round(out["rerank"]["ms_per_question"] - out["zscore"]["ms_per_question"], 2)
     return out
 
