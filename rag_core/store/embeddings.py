@@ -26,6 +26,7 @@ from langchain_core.embeddings import Embeddings
 
 from rag_core.core.config import DEFAULT_EMBEDDING_MODEL
 from rag_core.core.errors import DocChatError
+from rag_core.core.memory import release_free_memory
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +209,8 @@ class Embedder(Embeddings):
         # full collection walked them (torch's ~590,000: 1.0-1.2 s with every thread stopped, issue 24).
         gc.collect()
         gc.freeze()
+        # Building the model's graph frees ~250 MB of copies of the weights that glibc would keep: give them back.
+        release_free_memory()
 
     def _load_torch(self) -> None:
         """A model other than BERT through sentence-transformers (`pip install 'docchat[torch]'`)."""
