@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from rag_core.core.errors import DocChatError, DocumentNotFound
 from rag_core.core.models import IngestStatus, Progress
 from rag_core.ingest.folder_scan import FoundFile, hash_file, scan_folder
-from rag_core.service.linked_folders import FileRecord, FolderLinks, LinkedFolder
+from rag_core.service.linked_folders import FileRecord, FolderLinks, LinkedFolder, folder_key
 from rag_core.store.vector_store import now_iso
 
 if TYPE_CHECKING:
@@ -120,9 +120,10 @@ def _classify(link: LinkedFolder, found: FoundFile, docs: set[str], max_bytes: i
 
 
 def diff_folder(library: Library, links: FolderLinks, path: str | Path, remember: bool = True) -> FolderDiff:
-    """Compare a linked folder with the library (FolderSyncError when the folder cannot be looked through);
-    `remember`: save the records of unchanged files whose time changed, not to read them again next time."""
-    link = links.get(path)
+    """Compare a folder with the library (FolderSyncError when the folder cannot be looked through); a folder not
+    linked yet is compared as if just linked. `remember`: save the records of unchanged files of a linked folder
+    whose time changed, not to read them again next time."""
+    link = links.find(path) or LinkedFolder(folder_key(path), "", {})
     scan = scan_folder(Path(link.path))
     docs = {d.doc_id: d for d in library.documents()}
     known = set(docs)

@@ -57,6 +57,13 @@ def folder_key(path: str | Path) -> str:
     return os.path.normcase(os.path.abspath(os.path.expanduser(str(path))))
 
 
+def needs_confirmation(path: str | Path, settings: Settings) -> bool:
+    """True when a folder is outside the user's home folder and DocChat's data folder (linking it is confirmed)."""
+    real = Path(os.path.realpath(folder_key(path)))
+    homes = [Path(os.path.realpath(Path.home())), Path(os.path.realpath(settings.data_dir))]
+    return not any(real == h or h in real.parents for h in homes)
+
+
 def _folder(raw: Any) -> LinkedFolder | None:
     try:
         files = {str(rel): FileRecord(int(r[0]), int(r[1]), str(r[2])) for rel, r in dict(raw["files"]).items()}
