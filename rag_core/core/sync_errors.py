@@ -11,7 +11,8 @@ class FolderSyncError(DocChatError):
 class FolderNotFound(FolderSyncError):
     def __init__(self, folder: str) -> None:
         super().__init__(f"The folder “{folder}” is not there any more (moved, renamed, or on a drive that is not "
-                         "connected). Nothing in your library was changed; connect it again or unlink it.",
+                         "connected). Nothing in your library was changed; check the path, or connect the drive it "
+                         "is on.",
                          folder=folder)
 
 

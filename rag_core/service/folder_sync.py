@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_core.core.errors import DocChatError, DocumentNotFound
-from rag_core.core.models import IngestStatus, Progress
+from rag_core.core.models import DocumentInfo, IngestStatus, Progress
 from rag_core.ingest.folder_scan import FoundFile, hash_file, scan_folder
-from rag_core.service.linked_folders import FileRecord, FolderLinks, LinkedFolder, folder_key
-from rag_core.store.vector_store import now_iso
+from rag_core.service.linked_folders import FileRecord, FolderLinks, LinkedFolder, folder_key, now_iso
 
 if TYPE_CHECKING:
     from rag_core.service.library import IngestResult, Library
@@ -169,6 +168,17 @@ def chosen(diff: FolderDiff, paths: set[str] | None = None) -> list[FileChange]:
     return [c for c in diff.pending if paths is None or c.rel in paths]
 
 
+def remove_change(library: Library, links: FolderLinks, folder: str, change: FileChange) -> DocumentInfo | None:
+    """Soft-delete the document of a removed file (None when it is gone already) and forget the file's record."""
+    assert change.old_doc_id is not None
+    try:
+        info: DocumentInfo | None = library.remove(change.old_doc_id)
+    except DocumentNotFound:
+        info = None
+    _remember(links, folder, {change.rel: None})
+    return info
+
+
 def apply_change(library: Library, links: FolderLinks, folder: str, change: FileChange,
                  progress: Progress | None = None) -> IngestResult:
     """Apply one entry of a diff (never raises for a bad file: the result says what happened)."""
@@ -176,14 +186,10 @@ def apply_change(library: Library, links: FolderLinks, folder: str, change: File
 
     path = Path(folder) / change.rel
     if change.bucket == Bucket.REMOVED:
-        assert change.old_doc_id is not None
         try:
-            info = library.remove(change.old_doc_id)
-        except DocumentNotFound:
-            info = None
+            info = remove_change(library, links, folder, change)
         except DocChatError as e:
             return IngestResult(change.rel, IngestStatus.FAILED, error=str(e), details=e.details)
-        _remember(links, folder, {change.rel: None})
         return IngestResult(change.rel, IngestStatus.ADDED, change.old_doc_id, title=info.title if info else None)
     try:
         st = os.stat(path)

@@ -13,6 +13,7 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,13 @@ from rag_core.core.errors import FolderNotLinked
 from rag_core.core.files import write_atomic
 from rag_core.core.safe_files import read_json
 from rag_core.service.conversations import lock_for
-from rag_core.store.vector_store import now_iso
 
 log = logging.getLogger(__name__)
+
+
+def now_iso() -> str:
+    """Current UTC time, ISO-8601, seconds precision."""
+    return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 FILE_NAME = "linked_folders.json"
 MAX_BYTES = 64 << 20  # 100k files at ~100 bytes each, with room

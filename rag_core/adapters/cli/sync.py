@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from rag_core.adapters.cli.common import emit, open_library, terminal_text
@@ -13,7 +14,6 @@ SHOWN = 20  # file names listed per bucket for people (--json lists them all)
 
 def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
     """Show a folder's diff against the library; without --dry-run, link the folder and apply every change."""
-    from rag_core.adapters.cli.main import ingest_progress
     from rag_core.service.folder_sync import Bucket, apply_change, diff_folder
     from rag_core.service.linked_folders import FolderLinks, needs_confirmation
 
@@ -33,7 +33,10 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
             raise
         results: list[Any] = []
         if not args.dry_run:
-            results = [apply_change(lib, links, diff.folder, c, ingest_progress(c.rel)) for c in diff.pending]
+            for c in diff.pending:
+                if not args.json:
+                    print(terminal_text(f"  {c.bucket}: {c.rel}…"), file=sys.stderr, flush=True)
+                results.append(apply_change(lib, links, diff.folder, c))
     finally:
         lib.close()
     failed = [r for r in results if r.status == "failed"]

@@ -6,29 +6,18 @@ cannot make DocChat read another folder.
 """
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Annotated, Any, Protocol
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from rag_core.adapters.mcp.summaries import LibraryUser
 from rag_core.core.config import Settings
 from rag_core.core.errors import FolderSyncError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from rag_core.service.library import Library
-
 MAX_NAMES = 200  # file names listed per bucket (the counts are always whole)
-
-
-class LibraryUser(Protocol):
-    """What the tool needs of the server's LibraryHolder."""
-
-    def use(self) -> AbstractContextManager[Library]:
-        """The open library for one call."""
-        ...
 
 
 def add_changes_tool(server: MCPServer, settings: Settings, holder: LibraryUser) -> None:
