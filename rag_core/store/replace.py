@@ -76,7 +76,6 @@ def replace_document(store: Store, old_id: str, source: SourceMeta, chunks: list
                     store.backend.upsert(points[i:i + UPSERT_BATCH])
                     if progress:
                         progress("saving", min(i + UPSERT_BATCH, len(points)), len(points))
-                store.backend.flush()
                 with store.gate.swapping():  # no search between these two calls
                     store.backend.set_status(doc_id, COMPLETE)
                     store.backend.set_status(old_id, SUPERSEDED)
@@ -92,15 +91,18 @@ def replace_document(store: Store, old_id: str, source: SourceMeta, chunks: list
 
 
 def _drop_old(store: Store, old: dict[str, Any], entry: dict[str, Any] | None) -> None:
-    """Delete the replaced version (journalled), then forget `replaces`; a failure is finished at the next write."""
+    """Delete the replaced version, then forget `replaces` (`entry`: the new version's, whose `replaces` already
+    journals the deletion; None: marked "deleting" first); a failure is finished at the next write."""
     try:
         with store._engine("remove the old version of a file"):
-            store.backend.put_entry({**old, STATUS_KEY: DELETING})
-            store.backend.flush()
+            if entry is None:
+                store.backend.put_entry({**old, STATUS_KEY: DELETING})
+                store.backend.flush()
             journal.finish(store.backend, old["doc_id"])
-            if entry is not None:
+            if entry is None:
+                store.backend.flush()
+            else:  # not flushed now (the next write or closing does it): until then `replaces` journals this step
                 store.backend.put_entry({k: v for k, v in entry.items() if k != "replaces"})
-            store.backend.flush()
     except Exception as e:  # noqa: BLE001 - the new version is in; the old one is hidden and removed later
         log.warning("Could not remove the old version %s yet (%s)", old["doc_id"], e)
         store._unfinished.add(old["doc_id"])
