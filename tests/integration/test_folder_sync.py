@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -241,3 +242,23 @@ def test_kill_9_at_every_write_of_a_replacement_leaves_one_version(tmp_path):
         outcomes.add(docs[0][0])
         shutil.rmtree(work)
     assert outcomes == {"old", "new"}
+
+
+def test_the_interval_check_finds_changes_and_applies_nothing(lib, settings, folder):
+    from rag_core.service.folder_watch import FolderWatch
+
+    links = FolderLinks(settings)
+    links.link(folder)
+    watch = FolderWatch(lib)
+    watch.start(0.05)
+    try:
+        deadline = time.monotonic() + 60
+        while not watch.last() and time.monotonic() < deadline:
+            threading.Event().wait(0.01)  # polling for the state (the first check), bounded
+        [check] = watch.last()
+    finally:
+        watch.stop()
+    assert check.needs_review and check.diff is not None and check.diff.summary() == "3 files changed in Reports"
+    assert lib.documents() == []  # found, never applied
+    shutil.rmtree(folder)
+    assert "is not there any more" in (watch.check(folder).error or "")
