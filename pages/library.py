@@ -157,7 +157,7 @@ docs = ws.documents()
 with guarded("the Wikipedia box"):
     wikipedia_box(ws, has_articles=ws.has_own_articles(docs))  # the shared samples are never refreshed
 with guarded("the linked folders"):
-    folder_sync_box(ws)  # review a folder's changes, apply them as upload jobs
+    folder_sync_box(ws, has_articles=ws.has_own_articles(docs))  # review changes, apply them as upload jobs
 
 if any(not j.finished for j in ws.jobs()):
     _live_jobs()

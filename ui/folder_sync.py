@@ -23,7 +23,9 @@ log = logging.getLogger(__name__)
 CONFIRM_KEY = "link_confirm"  # the path whose linking waits for "Link it anyway"
 UNDO_KEY = "sync_removed"  # [(doc_id, title)] removed by the last apply in this session, each with Undo
 SHOWN = 50  # file names listed per bucket (the counts are whole)
-BUCKET_TITLES = {Bucket.NEW: "New", Bucket.CHANGED: "Changed", Bucket.REMOVED: "Removed", Bucket.UNCHANGED: "Unchanged"}
+BUCKET_TITLES = {Bucket.NEW: "New", Bucket.CHANGED: "Changed", Bucket.REMOVED: "Removed", Bucket.UNCHANGED: "Unchanged",
+                 Bucket.WIKIPEDIA: "New revision on Wikipedia"}
+ARTICLES = "Wikipedia"  # the folder name of the articles' check (rag_core.service.wiki_changes)
 UNEXPECTED = "Something unexpected went wrong with the linked folder; nothing in your library was changed."
 
 
@@ -68,14 +70,16 @@ def _link_form(ws: Workspace) -> None:
 
 def _counts_line(diff: FolderDiff) -> str:
     counts = diff.counts()
-    return " · ".join(f"{counts[b]} {b}" for b in Bucket)
+    if diff.folder == ARTICLES:
+        return f"{counts[Bucket.WIKIPEDIA]} with a new revision · {counts[Bucket.UNCHANGED]} up to date"
+    return " · ".join(f"{counts[b]} {b}" for b in Bucket if b != Bucket.WIKIPEDIA)
 
 
 def _review(ws: Workspace, diff: FolderDiff) -> None:
     """The buckets with a tick box per file, and Apply."""
     st.markdown(f"**{render.escape_markdown(diff.summary())}** — {_counts_line(diff)}")
     ticked: list[str] = []
-    for bucket in (Bucket.NEW, Bucket.CHANGED, Bucket.REMOVED):
+    for bucket in (Bucket.NEW, Bucket.CHANGED, Bucket.REMOVED, Bucket.WIKIPEDIA):
         files = diff.bucket(bucket)
         if not files:
             continue
@@ -152,8 +156,28 @@ def _folder(ws: Workspace, path: str, check: FolderCheck | None) -> None:
                 st.caption(render.escape_markdown(note))
 
 
-def folder_sync_box(ws: Workspace) -> None:
-    """The linked folders: a badge per folder whose last check found changes, the review, linking another."""
+def _articles(ws: Workspace, check: FolderCheck | None) -> None:
+    """The imported Wikipedia articles in the same review: their own bucket, checked on demand (it asks Wikipedia)."""
+    badge = f" — {check.diff.summary()}" if check and check.diff and check.diff.pending else ""
+    with st.expander(render.escape_markdown(f"Wikipedia articles{badge}"), icon=":material/public:",
+                     expanded=bool(badge)):
+        if st.button("Check Wikipedia for new revisions", key="sync_wiki_check", icon=":material/refresh:"):
+            with st.spinner("Asking Wikipedia for the latest revisions…"):
+                ws.check_wikipedia_articles()
+            st.rerun()
+        if check is None:
+            st.caption("Not checked yet in this run of DocChat.")
+        elif check.error:
+            show_message(check.error, "warning")
+        elif check.diff is not None:
+            _review(ws, check.diff)
+            for note in check.diff.notes:
+                st.caption(render.escape_markdown(note))
+
+
+def folder_sync_box(ws: Workspace, has_articles: bool = False) -> None:
+    """The linked folders: a badge per folder whose last check found changes, the review, linking another; with
+    `has_articles`, the imported Wikipedia articles' new revisions in the same review."""
     checks = {c.folder: c for c in ws.folder_checks()}
     for c in checks.values():
         if c.needs_review:
@@ -163,4 +187,6 @@ def folder_sync_box(ws: Workspace) -> None:
     _undo_area(ws)
     for link in ws.linked_folders():
         _folder(ws, link.path, checks.get(link.path))
+    if has_articles:
+        _articles(ws, checks.get(ARTICLES))
     _link_form(ws)

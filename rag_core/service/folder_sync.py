@@ -37,6 +37,7 @@ class Bucket(StrEnum):
     CHANGED = "changed"
     REMOVED = "removed"
     UNCHANGED = "unchanged"
+    WIKIPEDIA = "wikipedia"  # an imported article with a newer revision (rag_core.service.wiki_changes)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,8 @@ class FolderDiff:
         n = len(self.pending)
         if not n:
             return f"{self.name} is up to date"
+        if self.bucket(Bucket.WIKIPEDIA) == self.pending:
+            return f"{n} article{'s' if n != 1 else ''} changed on Wikipedia"
         return f"{n} file{'s' if n != 1 else ''} changed in {self.name}"
 
     def as_json(self) -> dict[str, Any]:

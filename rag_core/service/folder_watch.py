@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag_core.core.errors import FolderSyncError
+from rag_core.core.errors import DocChatError, FolderSyncError
 from rag_core.service.folder_sync import FolderDiff, diff_folder
 from rag_core.service.linked_folders import FolderLinks, folder_key
 
@@ -72,15 +72,32 @@ class FolderWatch:
         """Check every linked folder now."""
         return [self.check(link.path) for link in self.links.all()]
 
+    def check_wikipedia(self) -> FolderCheck:
+        """Ask Wikipedia which imported articles have a newer revision now (on demand only: it uses the network)."""
+        from rag_core.service.wiki_changes import ARTICLES, wikipedia_changes
+
+        try:
+            found = FolderCheck(ARTICLES, diff=wikipedia_changes(self.library))
+        except DocChatError as e:
+            found = FolderCheck(ARTICLES, error=str(e))
+        with self._lock:
+            self._checks[ARTICLES] = found
+        return found
+
     def last(self) -> list[FolderCheck]:
-        """The last check of each folder still linked, in the order linked (unchecked folders are left out)."""
+        """The last check of each folder still linked, in the order linked (unchecked folders are left out), then
+        the last check of the Wikipedia articles, if any."""
+        from rag_core.service.wiki_changes import ARTICLES
+
         with self._lock:
             checks = dict(self._checks)
-        return [checks[folder_key(link.path)] for link in self.links.all() if folder_key(link.path) in checks]
+        found = [checks[folder_key(link.path)] for link in self.links.all() if folder_key(link.path) in checks]
+        return found + ([checks[ARTICLES]] if ARTICLES in checks else [])
 
     def forget(self, path: str | Path) -> None:
         """Drop the last check of a folder (after applying its changes, or unlinking it)."""
         with self._lock:
+            self._checks.pop(str(path), None)
             self._checks.pop(folder_key(path), None)
 
     def start(self, every_s: float) -> None:

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 from rag_core.core.errors import DocChatError, DocumentNotFound, LinkingRefused, LinkNeedsConfirmation
 from rag_core.core.models import DocumentInfo
 from rag_core.ingest.folder_scan import scan_folder
-from rag_core.service.folder_sync import Bucket, FolderDiff, apply_change, remove_change
+from rag_core.service.folder_sync import Bucket, FolderDiff, remove_change
 from rag_core.service.folder_watch import FolderCheck, watch_for
 from rag_core.service.linked_folders import LinkedFolder, needs_confirmation
+from rag_core.service.wiki_changes import apply_any
 
 if TYPE_CHECKING:
     from rag_core.core.config import Settings
@@ -62,8 +63,12 @@ class LinkedFolders:
         raise LinkingRefused()
 
     def folder_checks(self) -> list[FolderCheck]:
-        """What the last check of each linked folder found (for the badge)."""
+        """What the last check of each linked folder (and of the Wikipedia articles) found (for the badge)."""
         return []
+
+    def check_wikipedia_articles(self) -> FolderCheck:
+        """Ask Wikipedia which imported articles have a newer revision (the review's "wikipedia" bucket)."""
+        raise LinkingRefused()
 
     def apply_folder_changes(self, diff: FolderDiff, paths: Iterable[str] | None = None) -> Applied:
         """Apply a reviewed diff: every change, or only the files ticked (`paths`)."""
@@ -114,6 +119,10 @@ class LocalLinkedFolders(LinkedFolders):
         """What the last check of each linked folder found."""
         return watch_for(self.library).last()
 
+    def check_wikipedia_articles(self) -> FolderCheck:
+        """Ask Wikipedia which imported articles have a newer revision."""
+        return watch_for(self.library).check_wikipedia()
+
     def apply_folder_changes(self, diff: FolderDiff, paths: Iterable[str] | None = None) -> Applied:
         """Queue a job for each new or changed file; hide each removed file's document now (Undo: restore)."""
         watch = watch_for(self.library)
@@ -135,7 +144,7 @@ class LocalLinkedFolders(LinkedFolders):
                 continue
 
             def work(progress: Any, change: Any = change) -> Any:
-                return apply_change(library, links, diff.folder, change, progress)
+                return apply_any(library, links, diff.folder, change, progress)
 
             jobs.append(self._submit(change.rel, work, "file"))
         watch.forget(diff.folder)

@@ -39,14 +39,14 @@ def test_dry_run_then_apply_then_changes(folder, tmp_path, capsys):
 
     code, out, _ = run(capsys, "sync", str(folder), "--json", "--yes", "--data-dir", data)
     got = json.loads(out)
-    assert code == 0 and got["counts"] == {"new": 2, "changed": 0, "removed": 0, "unchanged": 0}
+    assert code == 0 and got["counts"] == {"new": 2, "changed": 0, "removed": 0, "unchanged": 0, "wikipedia": 0}
     assert [a["status"] for a in got["applied"]] == ["added", "added"] and not got["dry_run"]
 
     (folder / "keeper.txt").write_text("The lighthouse keeper now keeps a ledger of every passing ship.")
     (folder / "sub" / "bees.md").unlink()
     code, out, _ = run(capsys, "sync", str(folder), "--dry-run", "--json", "--data-dir", data)
     got = json.loads(out)
-    assert got["counts"] == {"new": 0, "changed": 1, "removed": 1, "unchanged": 0}
+    assert got["counts"] == {"new": 0, "changed": 1, "removed": 1, "unchanged": 0, "wikipedia": 0}
     assert (got["changed"], got["removed"], got["new"]) == (["keeper.txt"], ["sub/bees.md"], [])
 
     code, out, _ = run(capsys, "sync", str(folder), "--data-dir", data)  # linked now: no question

@@ -62,7 +62,8 @@ def test_link_review_apply_and_review_again(lib, settings, folder, monkeypatch):
     links = FolderLinks(settings)
     links.link(folder)
     diff = diff_folder(lib, links, folder)
-    assert diff.counts() == {Bucket.NEW: 3, Bucket.CHANGED: 0, Bucket.REMOVED: 0, Bucket.UNCHANGED: 0}
+    assert diff.counts() == {Bucket.NEW: 3, Bucket.CHANGED: 0, Bucket.REMOVED: 0, Bucket.UNCHANGED: 0,
+                             Bucket.WIKIPEDIA: 0}
     assert [c.rel for c in diff.bucket(Bucket.NEW)] == sorted(TEXTS)
     assert diff.summary() == "3 files changed in Reports"
     assert lib.documents() == []  # nothing changes before applying
@@ -94,7 +95,7 @@ def test_changed_removed_and_new_files_and_ticking_some(lib, settings, folder):
     diff = diff_folder(lib, links, folder)
     assert {b: [c.rel for c in diff.bucket(b)] for b in Bucket} == {
         Bucket.NEW: ["reports/harbour.txt"], Bucket.CHANGED: ["lighthouse.txt"],
-        Bucket.REMOVED: ["reports/volcano.txt"], Bucket.UNCHANGED: ["reports/bees.md"]}
+        Bucket.REMOVED: ["reports/volcano.txt"], Bucket.UNCHANGED: ["reports/bees.md"], Bucket.WIKIPEDIA: []}
     changed = diff.bucket(Bucket.CHANGED)[0]
     assert changed.old_doc_id == old["lighthouse.txt"]
     assert diff.bucket(Bucket.REMOVED)[0].title

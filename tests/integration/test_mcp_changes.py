@@ -49,7 +49,7 @@ def test_library_changes_lists_each_linked_folder_and_changes_nothing(settings, 
         bad, got = await _call(c, "library_changes")
         assert not bad, got
         reports, gone = got["folders"]
-        assert reports["counts"] == {"new": 2, "changed": 1, "removed": 0, "unchanged": 0}
+        assert reports["counts"] == {"new": 2, "changed": 1, "removed": 0, "unchanged": 0, "wikipedia": 0}
         assert (reports["new"], reports["changed"]) == (["bees.md", "new.txt"], ["keeper.txt"])
         assert reports["summary"] == "3 files changed in Reports"
         assert "is not there any more" in gone["error"] and "Gone" in gone["error"]

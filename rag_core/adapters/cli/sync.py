@@ -14,8 +14,9 @@ SHOWN = 20  # file names listed per bucket for people (--json lists them all)
 
 def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
     """Show a folder's diff against the library; without --dry-run, link the folder and apply every change."""
-    from rag_core.service.folder_sync import Bucket, apply_change, diff_folder
+    from rag_core.service.folder_sync import Bucket, FolderDiff, diff_folder
     from rag_core.service.linked_folders import FolderLinks, needs_confirmation
+    from rag_core.service.wiki_changes import apply_any, wikipedia_changes
 
     links = FolderLinks(settings)
     new_link = not args.dry_run and links.find(args.folder) is None
@@ -31,12 +32,15 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
             if new_link:
                 links.unlink(args.folder)  # a folder that cannot be read is not left linked
             raise
+        if args.wikipedia:  # the imported articles with a newer revision, in their own bucket
+            wiki = wikipedia_changes(lib)
+            diff = FolderDiff(diff.folder, diff.changes + wiki.bucket(Bucket.WIKIPEDIA), diff.notes + wiki.notes)
         results: list[Any] = []
         if not args.dry_run:
             for c in diff.pending:
                 if not args.json:
                     print(terminal_text(f"  {c.bucket}: {c.rel}…"), file=sys.stderr, flush=True)
-                results.append(apply_change(lib, links, diff.folder, c))
+                results.append(apply_any(lib, links, diff.folder, c))
     finally:
         lib.close()
     failed = [r for r in results if r.status == "failed"]
@@ -44,8 +48,9 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
 
     def human() -> None:
         counts = diff.counts()
-        print(terminal_text(f"{diff.folder}: " + ", ".join(f"{counts[b]} {b}" for b in Bucket)))
-        for b in (Bucket.NEW, Bucket.CHANGED, Bucket.REMOVED):
+        print(terminal_text(f"{diff.folder}: " + ", ".join(f"{counts[b]} {b}" for b in Bucket
+                                                           if b != Bucket.WIKIPEDIA or args.wikipedia)))
+        for b in (Bucket.NEW, Bucket.CHANGED, Bucket.REMOVED, Bucket.WIKIPEDIA):
             for c in diff.bucket(b)[:SHOWN]:
                 print(terminal_text(f"  {b:<9} {c.rel}"))
             if len(diff.bucket(b)) > SHOWN:
@@ -89,6 +94,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("folder")
     p.add_argument("--dry-run", action="store_true", help="only show the changes; the library stays as it is")
     p.add_argument("--yes", action="store_true", help="link a folder outside your home and data folders")
+    p.add_argument("--wikipedia", action="store_true",
+                   help="also list (and apply) imported Wikipedia articles that have a newer revision")
     p.set_defaults(func=cmd_sync)
     p = sub.add_parser("sync-undo", parents=[common], help="restore a document that `sync` removed")
     p.add_argument("doc_id")
