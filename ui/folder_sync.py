@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from pathlib import PurePath
 
 import streamlit as st
 
@@ -130,7 +131,7 @@ def _undo_area(ws: Workspace) -> None:
 
 
 def _folder(ws: Workspace, path: str, check: FolderCheck | None) -> None:
-    name = check.name if check else path
+    name = check.name if check else (PurePath(path).name or path)
     badge = ""
     if check and check.needs_review:
         badge = f" — {check.diff.summary() if check.diff else 'cannot be read'}"
