@@ -158,10 +158,10 @@ def diff_folder(library: Library, links: FolderLinks, path: str | Path, remember
     return FolderDiff(link.path, tuple(sorted(changes, key=lambda c: c.rel)), tuple(notes))
 
 
-def _remember(links: FolderLinks, path: str, records: dict[str, FileRecord | None]) -> None:
-    """Save records of files found unchanged; a failure only means they are read again next time."""
+def _remember(links: FolderLinks, path: str, records: dict[str, FileRecord | None], later: bool = False) -> None:
+    """Save files' records (`later`: with the next write); a failure only means they are read again next time."""
     try:
-        links.record(path, records)
+        links.record(path, records, later)
     except OSError as e:
         log.warning("Could not update the records of %s: %s", path, e)
 
@@ -178,7 +178,7 @@ def remove_change(library: Library, links: FolderLinks, folder: str, change: Fil
         info: DocumentInfo | None = library.remove(change.old_doc_id)
     except DocumentNotFound:
         info = None
-    _remember(links, folder, {change.rel: None})
+    _remember(links, folder, {change.rel: None}, later=True)
     return info
 
 
@@ -201,6 +201,6 @@ def apply_change(library: Library, links: FolderLinks, folder: str, change: File
                             error=f"“{change.rel}” could not be opened ({e.strerror or e}); nothing was changed.")
     result = library.ingest_path(path, progress=progress, replaces=change.old_doc_id)
     if result.doc_id and result.status in (IngestStatus.ADDED, IngestStatus.UNCHANGED):
-        _remember(links, folder, {change.rel: FileRecord(st.st_size, st.st_mtime_ns, result.doc_id)})
+        _remember(links, folder, {change.rel: FileRecord(st.st_size, st.st_mtime_ns, result.doc_id)}, later=True)
     return IngestResult(change.rel, result.status, result.doc_id, result.chunks, result.pages, result.title,
                         result.error, result.details)

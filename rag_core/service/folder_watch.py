@@ -115,11 +115,15 @@ class FolderWatch:
                 log.exception("Checking the linked folders failed")
 
     def stop(self) -> None:
-        """End the background re-checks."""
+        """End the background re-checks and write the records kept for later."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        try:
+            self.links.flush()
+        except OSError as e:  # they are only a cache: the files are read once more at the next check
+            log.warning("Could not save the linked folders' records: %s", e)
 
 
 def watch_for(library: Library) -> FolderWatch:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,12 +27,19 @@ from rag_core.service.conversations import lock_for
 log = logging.getLogger(__name__)
 
 
+# Records kept for later, per list file (its real path) and folder: seen by every reader of this process, written by
+# the next write. Lost on a crash, which costs only reading those files once more at the next check.
+_PENDING: dict[str, dict[str, dict[str, FileRecord | None]]] = {}
+_WRITTEN: dict[str, float] = {}
+
+
 def now_iso() -> str:
     """Current UTC time, ISO-8601, seconds precision."""
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 FILE_NAME = "linked_folders.json"
 MAX_BYTES = 64 << 20  # 100k files at ~100 bytes each, with room
+WRITE_EVERY_S = 2.0  # records of applied files are written at most this often (a 10k-file list takes ~45 ms)
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,7 @@ class FolderLinks:
     def __init__(self, settings: Settings, path: Path | None = None) -> None:
         self.path = path or settings.data_dir / FILE_NAME
         self._lock = lock_for(self.path)
+        self._file = os.path.realpath(self.path)
 
     def all(self) -> list[LinkedFolder]:
         """Every linked folder, in the order linked (empty when none, or when the list is unreadable)."""
@@ -121,26 +130,40 @@ class FolderLinks:
             self._write(folders)
             return True
 
-    def record(self, path: str | Path, changes: Mapping[str, FileRecord | None]) -> None:
-        """Update files' records of a linked folder (None: forget that file); nothing when it is not linked."""
+    def record(self, path: str | Path, changes: Mapping[str, FileRecord | None], later: bool = False) -> None:
+        """Update files' records of a linked folder (None: forget that file); nothing when it is not linked. `later`:
+        written with the next write at most WRITE_EVERY_S from now (each applied file of a 10k-file folder would
+        otherwise rewrite the whole list), and seen at once by every reader in this process."""
         if not changes:
             return
-        key = folder_key(path)
         with self._lock:
-            folders = self._read()
-            old = folders.get(key)
-            if old is None:
+            _PENDING.setdefault(self._file, {}).setdefault(folder_key(path), {}).update(changes)
+            if later and time.monotonic() - _WRITTEN.get(self._file, 0.0) < WRITE_EVERY_S:
                 return
-            files = dict(old.files)
-            for rel, rec in changes.items():
-                if rec is None:
-                    files.pop(rel, None)
-                else:
-                    files[rel] = rec
-            folders[key] = LinkedFolder(old.path, old.linked_at, files)
-            self._write(folders)
+            self._write(self._read())
+
+    def flush(self) -> None:
+        """Write the records kept for later now (OSError when the disk fails)."""
+        with self._lock:
+            if _PENDING.get(self._file):
+                self._write(self._read())
 
     def _read(self) -> dict[str, LinkedFolder]:
+        with self._lock:
+            out = self._read_file()
+            for key, changes in _PENDING.get(self._file, {}).items():
+                old = out.get(key)
+                if old is not None:
+                    files = dict(old.files)
+                    for rel, rec in changes.items():
+                        if rec is None:
+                            files.pop(rel, None)
+                        else:
+                            files[rel] = rec
+                    out[key] = LinkedFolder(old.path, old.linked_at, files)
+            return out
+
+    def _read_file(self) -> dict[str, LinkedFolder]:
         try:
             data = read_json(self.path, MAX_BYTES)
         except FileNotFoundError:
@@ -157,8 +180,11 @@ class FolderLinks:
         return out
 
     def _write(self, folders: Mapping[str, LinkedFolder]) -> None:
+        """Write every folder (records kept for later included) atomically."""
         data = {"version": 1, "folders": [
             {"path": f.path, "linked_at": f.linked_at,
              "files": {rel: [r.size, r.mtime_ns, r.doc_id] for rel, r in sorted(f.files.items())}}
             for f in folders.values()]}
         write_atomic(self.path, json.dumps(data, separators=(",", ":")).encode("utf-8"))
+        _PENDING.pop(self._file, None)
+        _WRITTEN[self._file] = time.monotonic()

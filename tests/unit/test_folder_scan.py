@@ -102,3 +102,17 @@ def test_linked_folders_are_kept_and_survive_a_damaged_file(tmp_path):
     assert links.unlink(tmp_path / "docs") and not links.unlink(tmp_path / "docs")
     (settings.data_dir / "linked_folders.json").write_text("{not json")
     assert FolderLinks(settings).all() == []
+
+
+def test_records_of_applied_files_are_written_later_but_seen_at_once(tmp_path):
+    settings = Settings(data_dir=tmp_path / "data")
+    links = FolderLinks(settings)
+    links.link(tmp_path / "docs")
+    links.record(tmp_path / "docs", {"a.txt": FileRecord(1, 1, "aaa")})  # now: written
+    on_disk = (settings.data_dir / "linked_folders.json").read_bytes()
+    links.record(tmp_path / "docs", {"b.txt": FileRecord(2, 2, "bbb"), "a.txt": None}, later=True)
+    assert (settings.data_dir / "linked_folders.json").read_bytes() == on_disk  # within WRITE_EVERY_S: not yet
+    assert dict(FolderLinks(settings).get(tmp_path / "docs").files) == {"b.txt": FileRecord(2, 2, "bbb")}
+    FolderLinks(settings).flush()
+    assert b"bbb" in (settings.data_dir / "linked_folders.json").read_bytes()
+    assert b"aaa" not in (settings.data_dir / "linked_folders.json").read_bytes()

@@ -42,6 +42,7 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
                     print(terminal_text(f"  {c.bucket}: {c.rel}…"), file=sys.stderr, flush=True)
                 results.append(apply_any(lib, links, diff.folder, c))
     finally:
+        links.flush()
         lib.close()
     failed = [r for r in results if r.status == "failed"]
     payload = {**diff.as_json(), "dry_run": args.dry_run, "applied": [r.as_json() for r in results]}
