@@ -141,11 +141,14 @@ def _folder(ws: Workspace, path: str, check: FolderCheck | None) -> None:
         again, unlink, _ = st.columns([3, 2, 5])
         if again.button("Check for changes", key=_key("check", path), icon=":material/refresh:"):
             with st.spinner("Comparing the folder with your library…"):
-                ws.check_folder(path)
+                ws.check_folder(path)  # a folder that cannot be read: its check says so
             st.rerun()
         if unlink.button("Unlink", key=_key("unlink", path), type="tertiary",
                          help="Stop following this folder; its documents stay in your library."):
-            ws.unlink_folder(path)
+            try:
+                ws.unlink_folder(path)
+            except DocChatError as e:
+                state.add_notice(str(e), "error")
             st.rerun()
         if check is None:
             st.caption("Not checked yet in this run of DocChat.")
@@ -163,8 +166,11 @@ def _articles(ws: Workspace, check: FolderCheck | None) -> None:
     with st.expander(render.escape_markdown(f"Wikipedia articles{badge}"), icon=":material/public:",
                      expanded=bool(badge)):
         if st.button("Check Wikipedia for new revisions", key="sync_wiki_check", icon=":material/refresh:"):
-            with st.spinner("Asking Wikipedia for the latest revisions…"):
-                ws.check_wikipedia_articles()
+            try:
+                with st.spinner("Asking Wikipedia for the latest revisions…"):
+                    ws.check_wikipedia_articles()
+            except DocChatError as e:  # the hosted demo: its articles are checked in the Wikipedia box
+                state.add_notice(str(e), "info")
             st.rerun()
         if check is None:
             st.caption("Not checked yet in this run of DocChat.")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag_core.core.errors import DocChatError, FolderSyncError
+from rag_core.core.errors import DocChatError
 from rag_core.service.folder_sync import FolderDiff, diff_folder
 from rag_core.service.linked_folders import FolderLinks, folder_key
 
@@ -62,7 +62,7 @@ class FolderWatch:
         key = folder_key(path)
         try:
             found = FolderCheck(key, diff=diff_folder(self.library, self.links, key))
-        except FolderSyncError as e:
+        except DocChatError as e:  # the folder (FolderSyncError) or the library (StorageError)
             found = FolderCheck(key, error=str(e))
         with self._lock:
             self._checks[key] = found
