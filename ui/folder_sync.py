@@ -130,6 +130,24 @@ def _undo_area(ws: Workspace) -> None:
             st.rerun()
 
 
+def _removed_list(ws: Workspace) -> None:
+    """Every document of a removed file that can still be brought back (kept 30 days, then purged)."""
+    shown = {d for d, _ in st.session_state.get(UNDO_KEY) or []}
+    docs = [d for d in ws.removed_documents() if d.doc_id not in shown]
+    if not docs:
+        return
+    with st.expander(f"Removed from linked folders ({len(docs)})", icon=":material/delete:"):
+        for doc in docs[:SHOWN]:
+            text, undo = st.columns([8, 2], vertical_alignment="center")
+            text.markdown(render.escape_markdown(doc.title or doc.file_name))
+            if undo.button("Undo", key=_key("restore", doc.doc_id), icon=":material/undo:"):
+                try:
+                    ws.restore_document(doc.doc_id)
+                except DocChatError as e:
+                    state.add_notice(str(e), "info")
+                st.rerun()
+
+
 def _folder(ws: Workspace, path: str, check: FolderCheck | None) -> None:
     name = check.name if check else (PurePath(path).name or path)
     badge = ""
@@ -196,4 +214,5 @@ def folder_sync_box(ws: Workspace, has_articles: bool = False) -> None:
         _folder(ws, link.path, checks.get(link.path))
     if has_articles:
         _articles(ws, checks.get(ARTICLES))
+    _removed_list(ws)
     _link_form(ws)

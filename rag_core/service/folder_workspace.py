@@ -8,7 +8,9 @@ with Undo.
 """
 from __future__ import annotations
 
+import logging
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,11 @@ if TYPE_CHECKING:
     from rag_core.core.config import Settings
     from rag_core.service.jobs import Work
     from rag_core.service.library import Library
+
+
+log = logging.getLogger(__name__)
+
+REMOVED_KEPT_S = 30 * 86_400  # a removed file's document can be brought back for 30 days, then it is deleted
 
 
 @dataclass(frozen=True)
@@ -151,8 +158,18 @@ class LocalLinkedFolders(LinkedFolders):
         return Applied(tuple(jobs), tuple(removed), tuple(failed))
 
     def removed_documents(self) -> list[DocumentInfo]:
-        """Removed documents that can be restored, newest first."""
-        return [d for d, _ in self.library.removed()]
+        """Removed documents that can be restored, newest first; those removed over REMOVED_KEPT_S ago are deleted
+        for good now."""
+        kept: list[DocumentInfo] = []
+        for doc, when in self.library.removed():
+            if time.time() - when > REMOVED_KEPT_S:
+                try:
+                    self.library.purge(doc.doc_id)
+                except DocChatError as e:  # tried again the next time the list is shown
+                    log.warning("Could not purge removed document %s: %s", doc.doc_id, e)
+                continue
+            kept.append(doc)
+        return kept
 
     def restore_document(self, doc_id: str) -> DocumentInfo:
         """Undo a removal."""

@@ -311,3 +311,26 @@ def test_kill_9_while_applying_a_diff_loses_nothing(tmp_path, capsys):
     assert main(["sync", str(folder), "--dry-run", "--json", "--data-dir", str(data)]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["counts"]["unchanged"] == 12 and got["counts"]["new"] == 0
+
+
+def test_a_removed_document_is_kept_30_days_then_purged(lib, settings, folder):
+    from rag_core.service.folder_workspace import REMOVED_KEPT_S
+    from rag_core.service.jobs import IngestQueue
+    from rag_core.service.workspace import LocalWorkspace
+    from rag_core.store.backends import REMOVED
+
+    links = FolderLinks(settings)
+    links.link(folder)
+    _apply(lib, links, diff_folder(lib, links, folder))
+    (folder / "lighthouse.txt").unlink()
+    (folder / "reports" / "bees.md").unlink()
+    _apply(lib, links, diff_folder(lib, links, folder))
+    ws = LocalWorkspace(lib, IngestQueue(lib))
+    assert len(ws.removed_documents()) == 2
+    old = next(d for d in ws.removed_documents() if d.file_name == "lighthouse.txt")
+    entry = lib.store.backend.get_entry(old.doc_id)
+    assert entry["status"] == REMOVED
+    lib.store.backend.put_entry({**entry, "removed_at": time.time() - REMOVED_KEPT_S - 60})  # removed 30 days ago
+    assert [d.file_name for d in ws.removed_documents()] == ["bees.md"]
+    assert lib.store.backend.get_entry(old.doc_id) is None
+    assert lib.store.count_chunks() == sum(d.chunks for d in lib.documents()) + ws.removed_documents()[0].chunks

@@ -68,6 +68,9 @@ def test_link_review_apply_edit_badge_and_review_again(app, folder):
     assert "Removed “Bees” from your library" in _page(at)
     assert any("ledger" in h.chunk.text for h in app.library.search("lighthouse keeper ledger", k=3))
 
+    other = new_app("pages/library.py")  # another tab (or a reload): the removal is listed there with its Undo
+    assert "Removed from linked folders (1)" in [e.label for e in other.expander]
+
     button(at, "Undo").click().run()
     assert not at.exception
     assert sorted(d.file_name for d in app.library.documents()) == ["bees.md", "keeper.txt", "volcano.txt"]
