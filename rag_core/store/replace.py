@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from rag_core.core.errors import DocumentNotFound
+from rag_core.core.errors import DocChatError, DocumentNotFound
 from rag_core.core.models import Chunk, DocumentInfo, Progress, SourceMeta
 from rag_core.store.backends import (
     COMPLETE,
@@ -84,10 +84,24 @@ def replace_document(store: Store, old_id: str, source: SourceMeta, chunks: list
                 store.backend.flush()
         except BaseException as e:
             log.warning("Replacing %s failed (%s); rolling back", name, e)
-            store._undo(doc_id)  # journal.finish shows the old version again
+            store._undo(doc_id)  # journal.finish shows the old version again...
+            _show_again(store, old_id)  # ...unless the new one's entry said "complete" already (a flush failed)
             raise
         _drop_old(store, old, entry)
     return info_from_entry(entry)
+
+
+def _show_again(store: Store, old_id: str) -> None:
+    """Make a replaced version searchable again after a failed replacement (when its entry is still complete)."""
+    try:
+        with store._engine("undo a failed update"):
+            old = store.backend.get_entry(old_id)
+            if old is not None and old.get(STATUS_KEY) == COMPLETE:
+                with store.gate.swapping():
+                    store.backend.set_status(old_id, COMPLETE)
+                store.backend.flush()
+    except DocChatError as e:  # a full disk: the next open finds it complete with hidden passages (`repair`)
+        log.warning("Could not show the old version %s again yet (%s)", old_id, e)
 
 
 def _drop_old(store: Store, old: dict[str, Any], entry: dict[str, Any] | None) -> None:

@@ -334,3 +334,37 @@ def test_a_removed_document_is_kept_30_days_then_purged(lib, settings, folder):
     assert [d.file_name for d in ws.removed_documents()] == ["bees.md"]
     assert lib.store.backend.get_entry(old.doc_id) is None
     assert lib.store.count_chunks() == sum(d.chunks for d in lib.documents()) + ws.removed_documents()[0].chunks
+
+
+@pytest.mark.parametrize("fail_at", ["upsert", "second_flush"])
+def test_a_failed_replacement_leaves_the_old_version_searchable(settings, fail_at):
+    from rag_core.core.errors import DiskFull
+
+    store = open_bare_store("edge", str(settings.data_dir))
+    try:
+        src, chunks, vectors = synthetic_document(store, "old", 6, seed=1)
+        store.add_chunks(src, chunks, None, vectors=vectors)
+        new = synthetic_document(store, "new", 8, seed=2)
+        flushes = [0]
+        real_flush, real_upsert = store.backend.flush, store.backend.upsert
+
+        def flush():
+            flushes[0] += 1
+            if fail_at == "second_flush" and flushes[0] == 2:  # the one after the swap
+                raise DiskFull("the new version could not be saved")
+            return real_flush()
+
+        def upsert(points):
+            if fail_at == "upsert":
+                raise DiskFull("the new version could not be saved")
+            return real_upsert(points)
+
+        store.backend.flush, store.backend.upsert = flush, upsert
+        with pytest.raises(DiskFull):
+            replace_document(store, "old", new[0], new[1], None, new[2])
+        store.backend.flush, store.backend.upsert = real_flush, real_upsert
+        assert [(d.doc_id, d.chunks) for d in store.list_documents()] == [("old", 6)]
+        assert {h.chunk.doc_id for h in store.query(vectors[0][0].tolist(), None, 20)} == {"old"}
+        assert raw_state(store.backend) == {"old": (COMPLETE, 6, 6)}
+    finally:
+        store.close()
