@@ -12,6 +12,7 @@ from rag_core.core.models import DocumentInfo, IngestStatus
 from rag_core.service import render
 from rag_core.service.workspace import JobView
 from ui import state
+from ui.folder_sync import folder_sync_box
 from ui.navigation import require_app_entry
 from ui.safe import guarded, show_message
 from ui.sources import show_details
@@ -155,6 +156,8 @@ if kept and st.button("Dismiss", key="dismiss_notices", icon=":material/close:",
 docs = ws.documents()
 with guarded("the Wikipedia box"):
     wikipedia_box(ws, has_articles=ws.has_own_articles(docs))  # the shared samples are never refreshed
+with guarded("the linked folders"):
+    folder_sync_box(ws, has_articles=ws.has_own_articles(docs))  # review changes, apply them as upload jobs
 
 if any(not j.finished for j in ws.jobs()):
     _live_jobs()

@@ -62,14 +62,15 @@ class Settings(BaseSettings):
     """Per-file size limit in MB (keep server.maxUploadSize in .streamlit/config.toml equal); 0 refuses all."""
     max_docx_uncompressed_mb: Megabytes = Field(300, validation_alias="DOCCHAT_MAX_DOCX_UNPACKED_MB")
     """Largest unpacked size of a .docx (or .pptx, .xlsx, .epub, .odt…) in MB (zip-bomb guard)."""
-    max_sheet_rows: Annotated[int, Interval(ge=100, le=500_000)] = Field(
-        20_000, validation_alias="DOCCHAT_MAX_SHEET_ROWS")
+    max_sheet_rows: Annotated[int, Interval(ge=100, le=500_000)] = Field(20_000, validation_alias="DOCCHAT_MAX_SHEET_ROWS")
     """Rows read from one spreadsheet or CSV file (all its sheets together); the text says where the rest was left out."""
     ingest_timeout_s: Annotated[float, Interval(ge=1, le=86_400)] = Field(
         300.0, validation_alias="DOCCHAT_INGEST_TIMEOUT_S")
     """Seconds one file may take to index (read, split, embed, save); then it is stopped and the library left as it was."""
     ingest_workers: Annotated[int, Interval(ge=1, le=16)] = Field(2, validation_alias="DOCCHAT_INGEST_WORKERS")
     """Files indexed at the same time, taken in turn from each person's queue (at most one per person at a time)."""
+    folder_recheck_s: Annotated[int, Interval(ge=0, le=86_400)] = Field(300, validation_alias="DOCCHAT_FOLDER_RECHECK_S")
+    """Seconds between checks of linked folders while the app runs (a badge shows what changed, nothing is applied); 0: only on demand. Never in the hosted demo, which links no folder."""
     ocr: bool = Field(True, validation_alias="DOCCHAT_OCR")
     """Read scanned PDF pages (pages without a text layer) with Tesseract OCR; off refuses scan-only files."""
     ocr_language: Annotated[str, StringConstraints(pattern=r"^(auto|[a-z][a-z_]{1,19}(\+[a-z][a-z_]{1,19}){0,4})$")] = (
@@ -104,8 +105,7 @@ class Settings(BaseSettings):
     """Below this best-passage similarity the answer is "not in your documents" (see docs/answers.md); a source below it is shown as a weak match."""
     history_tokens: Annotated[int, Interval(ge=0, le=32_768)] = Field(1000, validation_alias="DOCCHAT_HISTORY_TOKENS")
     """Tokens of earlier conversation sent with a follow-up question."""
-    max_context_tokens: Annotated[int, Interval(ge=1024, le=131_072)] = Field(
-        8192, validation_alias="DOCCHAT_NUM_CTX_MAX")
+    max_context_tokens: Annotated[int, Interval(ge=1024, le=131_072)] = Field(8192, validation_alias="DOCCHAT_NUM_CTX_MAX")
     """Ceiling for Ollama's num_ctx; sources that don't fit are dropped whole."""
     answer_tokens: Annotated[int, Interval(ge=32, le=8192)] = Field(1024, validation_alias="DOCCHAT_ANSWER_TOKENS")
     """Room kept in num_ctx for the reply (also its num_predict cap); below DOCCHAT_NUM_CTX_MAX."""

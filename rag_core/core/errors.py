@@ -25,6 +25,17 @@ from rag_core.core.ingest_errors import (
     TooManyPassages,
     UnsupportedFileType,
 )
+from rag_core.core.sync_errors import (
+    FolderNotFound,
+    FolderNotLinked,
+    FolderScanTooSlow,
+    FolderSyncError,
+    FolderTooLarge,
+    FolderUnreadable,
+    LinkingRefused,
+    LinkNeedsConfirmation,
+    NotAFolder,
+)
 
 __all__ = [  # every error, wherever it is defined
     "DocChatError", "SettingsError", "IngestError", "UnsupportedFileType", "EmptyFile", "FileTooLarge",
@@ -36,6 +47,8 @@ __all__ = [  # every error, wherever it is defined
     "WikipediaPageMissing", "WikipediaUnreachable", "WikipediaTimeout", "WikipediaRateLimited",
     "WikipediaServerError", "WikipediaRequestRejected", "WikipediaBadResponse", "WikipediaTooSlow",
     "WikipediaResponseTooLarge", "WikipediaAPIError", "SampleReadOnly", "DemoTrouble", "ImageTooLarge",
+    "FolderSyncError", "FolderNotFound", "NotAFolder", "FolderUnreadable", "FolderTooLarge", "FolderScanTooSlow",
+    "LinkingRefused", "LinkNeedsConfirmation", "FolderNotLinked",
 ]
 
 

@@ -25,6 +25,7 @@ from rag_core.ingest.loaders import check_size, load_bytes, read_file
 from rag_core.ingest.originals import KINDS_KEPT, delete_original, load_original, save_original
 from rag_core.store.embeddings import Embedder
 from rag_core.store.migrate import migrate_if_needed
+from rag_core.store.replace import purge, remove, removed, replace_document, restore, retire
 from rag_core.store.vector_store import Store, open_store, stamp
 
 log = logging.getLogger(__name__)
@@ -98,9 +99,10 @@ class Library:
 
     def ingest_document(self, doc: Document, owner: str | None = None, progress: Progress | None = None,
                         label: str | None = None, original: bytes | None = None,
-                        deadline: Deadline | None = None) -> IngestResult:
+                        deadline: Deadline | None = None, replaces: str | None = None) -> IngestResult:
         """Chunk, embed and store an already-loaded Document (idempotent by doc_id); `original` is the file's bytes,
-        kept privately for PDFs so a cited page can be shown. Past `deadline` (default: a budget starting now) the
+        kept privately for PDFs so a cited page can be shown; `replaces`: the document of its file's old version,
+        removed in the same step this one appears (rag_core.store.replace). Past `deadline` (default: a budget starting now) the
         work stops with IngestTimedOut and nothing is stored; a file that clearly cannot finish by then is refused
         before chunking."""
         name = label or doc.source.file_name
@@ -112,6 +114,8 @@ class Library:
         existing = self.store.intact(doc.doc_id)  # None too when its passages are not all stored: added again
         if existing is not None:
             self._keep_original(doc.doc_id, doc.source.kind, original)  # repairs a copy lost or never made
+            if replaces and replaces != doc.doc_id:
+                self._retire(replaces)
             return IngestResult(name, IngestStatus.UNCHANGED, doc.doc_id, existing.chunks, existing.pages,
                                 existing.title)
         doc = replace(doc, source=stamp(doc.source))
@@ -126,9 +130,14 @@ class Library:
         chunks = flag_vectors(chunks, vectors[0], self.embedder.name)  # the classifier, on the same vectors
         self._learn_speed(len(chunks), time.monotonic() - started)
         deadline.check()  # before saving (saving checks it again after every batch, rolling back when stopped)
-        info = self.store.add_chunks(doc.source, chunks, doc.page_count, owner=owner, progress=progress,
-                                     vectors=vectors)
+        if replaces:
+            info = replace_document(self.store, replaces, doc.source, chunks, doc.page_count, vectors, progress)
+        else:
+            info = self.store.add_chunks(doc.source, chunks, doc.page_count, owner=owner, progress=progress,
+                                         vectors=vectors)
         self._keep_original(info.doc_id, doc.source.kind, original)
+        if replaces and replaces != info.doc_id:
+            delete_original(self.settings, replaces)
         return IngestResult(name, IngestStatus.ADDED, info.doc_id, info.chunks, info.pages, info.title)
 
     def _refuse_if_too_slow(self, doc: Document, deadline: Deadline) -> None:
@@ -166,6 +175,11 @@ class Library:
         self._seconds_per_chunk = measured if old is None else 0.5 * old + 0.5 * measured
         return self._seconds_per_chunk
 
+    def _retire(self, old_id: str) -> None:
+        """Remove the old version of a file whose new content is in the library already."""
+        retire(self.store, old_id)
+        delete_original(self.settings, old_id)
+
     def _keep_original(self, doc_id: str, kind: str, data: bytes | None) -> None:
         """Save the private copy of a PDF; a failure costs only the page image, so it is logged, not raised."""
         if data is None or kind not in KINDS_KEPT:
@@ -176,7 +190,8 @@ class Library:
             log.exception("Could not keep a copy of document %s for page images", doc_id)
 
     def ingest_bytes(self, data: bytes, file_name: str, owner: str | None = None,
-                     progress: Progress | None = None, label: str | None = None) -> IngestResult:
+                     progress: Progress | None = None, label: str | None = None,
+                     replaces: str | None = None) -> IngestResult:
         """Add one uploaded file; never raises for bad input, the result says what happened."""
         label = label or file_name
         try:
@@ -185,7 +200,8 @@ class Library:
             if progress:
                 progress("reading", 0, 1)
             doc = load_bytes(data, file_name, self.settings, deadline, progress)  # ("ocr", page, pages) for scans
-            return self.ingest_document(doc, owner, progress, label, original=data, deadline=deadline)
+            return self.ingest_document(doc, owner, progress, label, original=data, deadline=deadline,
+                                        replaces=replaces)
         except DocChatError as e:
             log.info("Could not add %s: %s", file_name, e)
             return IngestResult(label, IngestStatus.FAILED, error=str(e), details=e.details)
@@ -195,8 +211,10 @@ class Library:
                 f"“{file_name}”: something unexpected went wrong while reading this file; your library was not "
                 "changed. Try again, and if it keeps failing, convert the file to PDF and upload that."))
 
-    def ingest_path(self, path: Path, owner: str | None = None, progress: Progress | None = None) -> IngestResult:
-        """Add one file from disk: only regular files, read no further than the upload limit (`read_file`)."""
+    def ingest_path(self, path: Path, owner: str | None = None, progress: Progress | None = None,
+                    replaces: str | None = None) -> IngestResult:
+        """Add one file from disk: only regular files, read no further than the upload limit (`read_file`);
+        `replaces`: the document of the file's previous version."""
         try:
             data = read_file(path, self.settings)
         except OSError as e:
@@ -204,7 +222,7 @@ class Library:
                                 error=f"“{path.name}”: the file could not be opened ({e.strerror}).")
         except (FileTooLarge, NotARegularFile) as e:
             return IngestResult(str(path), IngestStatus.FAILED, error=str(e), details=e.details)
-        return self.ingest_bytes(data, path.name, owner, progress, label=str(path))
+        return self.ingest_bytes(data, path.name, owner, progress, label=str(path), replaces=replaces)
 
     # -- read / delete -------------------------------------------------------
     def documents(self, owners: Iterable[str | None] | None = None) -> list[DocumentInfo]:
@@ -221,6 +239,23 @@ class Library:
         info = self.store.delete(doc_id, owners)
         delete_original(self.settings, doc_id)
         return info
+
+    def remove(self, doc_id: str) -> DocumentInfo:
+        """Soft-delete a document: hidden from the listing and searches, kept for `restore` (folder sync)."""
+        return remove(self.store, doc_id)
+
+    def restore(self, doc_id: str) -> DocumentInfo:
+        """Undo `remove`."""
+        return restore(self.store, doc_id)
+
+    def removed(self) -> list[tuple[DocumentInfo, float]]:
+        """Soft-deleted documents, with when they were removed, newest first."""
+        return removed(self.store)
+
+    def purge(self, doc_id: str) -> None:
+        """Delete a soft-deleted document for good, with its saved original."""
+        purge(self.store, doc_id)
+        delete_original(self.settings, doc_id)
 
     def original(self, doc_id: str, owners: Iterable[str | None] | None = None) -> bytes | None:
         """The saved PDF of a document visible to `owners` (None: any), or None when there is none."""

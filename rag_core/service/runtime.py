@@ -75,6 +75,10 @@ class Runtime:
             elif load_samples:
                 self.hub.load_samples()
             self.hub.start_janitor()
+        else:  # linked folders are checked on this interval (a badge on the Library page; nothing is applied)
+            from rag_core.service.folder_watch import watch_for
+
+            watch_for(self.library).start(settings.folder_recheck_s)
 
     def preparing(self) -> str | None:
         """One plain sentence while something every visitor needs is still being prepared (the demo's samples)."""
@@ -109,6 +113,10 @@ class Runtime:
         end = time.monotonic() + timeout
         if self.hub is not None:
             self.hub.stop_janitor()
+        else:
+            from rag_core.service.folder_watch import watch_for
+
+            watch_for(self.library).stop()
         answers = live.drain(self.library, timeout, grace)
         jobs_ended = self.queue.close(max(0.0, end - time.monotonic()), grace)
         if answers or not jobs_ended:

@@ -28,7 +28,11 @@ from rag_core.service.conversations import (
     file_name_for,
     title_for,
 )
+from rag_core.service.folder_sync import Bucket, FileChange, FolderDiff
+from rag_core.service.folder_watch import FolderCheck
+from rag_core.service.folder_workspace import Applied, LinkedFolders, LocalLinkedFolders
 from rag_core.service.jobs import IngestQueue, JobView, Work
+from rag_core.service.linked_folders import LinkedFolder
 from rag_core.service.live import LiveAnswer
 from rag_core.service.preferences import SETTING_CHOICES, FilePreferences, MemoryPreferences, Preferences
 from rag_core.sources.wikipedia import RefreshReport, WikiImportResult
@@ -38,8 +42,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Conversation", "JobView", "Limits", "Listing", "LiveAnswer", "LocalWorkspace",
-           "OllamaStatus", "PullProgress", "RefreshReport", "WikiImportResult", "Workspace"]
+__all__ = ["Applied", "Bucket", "Conversation", "FileChange", "FolderCheck", "FolderDiff", "JobView", "Limits",
+           "LinkedFolder", "Listing", "LiveAnswer", "LocalWorkspace", "OllamaStatus", "PullProgress", "RefreshReport",
+           "WikiImportResult", "Workspace"]
 
 OVERRIDABLE = SETTING_CHOICES  # what the Settings page may change for one session
 # in the hosted demo only the server decides these
@@ -70,8 +75,9 @@ class Limits:
     usage_line: str | None = None  # one sentence, e.g. "Your demo space: 2 of 10 documents, …"; None = no quota
 
 
-class Workspace:
-    """What a page can do, for one browser session; subclasses decide whose documents and which limits apply."""
+class Workspace(LinkedFolders):
+    """What a page can do, for one browser session; subclasses decide whose documents and which limits apply (linked
+    folders: rag_core.service.folder_workspace)."""
 
     #: One plain sentence or two shown as a banner on every page (None: no banner).
     banner: str | None = None
@@ -259,7 +265,7 @@ class Workspace:
         return "ok", f"Answers are written by {model} from your documents, with sources beside each reply."
 
 
-class LocalWorkspace(Workspace):
+class LocalWorkspace(LocalLinkedFolders, Workspace):
     """One person's library on their own computer: every document, no quotas."""
 
     intro = ("DocChat answers from the documents you add here. Files are read on this computer and stay in your "

@@ -56,6 +56,7 @@ from rag_core.store.backends.layout import (  # noqa: F401 - chunk_from_payload,
     payload_document,
 )
 from rag_core.store.embeddings import LEXICAL_VERSION, Embedder
+from rag_core.store.swap import SwapGate
 
 if TYPE_CHECKING:  # pragma: no cover - loaded when first used: langchain-qdrant takes seconds to import (issue 28)
     from rag_core.store.lexical import LexicalEncoder, SparseVector
@@ -96,6 +97,7 @@ class Store:
         self.collection = settings.collection
         self._lock = threading.RLock()  # writes only: add/delete are multi-step sequences
         self._unfinished: set[str] = set()  # adds / deletes not finished or undone (a full disk): retried on writes
+        self.gate = SwapGate()  # searches share it; replacing a changed file's passages holds it alone (store.replace)
         with self._engine("be opened"):
             self._ensure_collections()
         self.cleanup_pending()
@@ -357,7 +359,7 @@ class Store:
         scope = _scope(doc_ids, owners, point_ids)
         if scope.doc_ids == () or scope.owners == ():
             return [[] for _ in searches]
-        with self._engine("be searched"):
+        with self.gate.reading(), self._engine("be searched"):
             found = self.backend.search(searches, scope)
         return [[passage_from_hit(h) for h in hits] for hits in found]
 

@@ -33,7 +33,7 @@ from rag_core.service.library import Library
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "tests" / "fixtures" / "documents"
 CAPITALS = DOCS / "eu_capitals.md"
-READ_TOOLS = {"search", "ask", "summarize", "list_documents", "get_passage"}
+READ_TOOLS = {"search", "ask", "summarize", "list_documents", "get_passage", "library_changes"}
 WRITE_TOOLS = {"add_document", "import_wikipedia"}
 pytestmark = pytest.mark.slow
 

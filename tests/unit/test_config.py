@@ -40,7 +40,7 @@ SAMPLE = {
     "demo_page_renders_per_minute": "7", "demo_max_files_per_client": "12", "demo_max_client_mb": "60",
     "demo_client_questions_per_minute": "15", "demo_client_page_renders_per_minute": "9", "demo_total_files": "99",
     "demo_total_mb": "999", "demo_questions_per_minute_total": "77", "demo_page_renders_per_minute_total": "88",
-    "demo_trust_proxy": "True", "ingest_timeout_s": "120", "ingest_workers": "3",
+    "demo_trust_proxy": "True", "ingest_timeout_s": "120", "ingest_workers": "3", "folder_recheck_s": "60",
     "ocr": "False", "ocr_language": "deu+eng", "ocr_dpi": "200",
 }
 
@@ -61,7 +61,7 @@ def test_the_environment_variable_names_are_unchanged():
     assert ENV_VARS["DOCCHAT_MAX_DOCX_UNPACKED_MB"] == "max_docx_uncompressed_mb"
     assert ENV_VARS["DOCCHAT_DEMO_IDLE_MINUTES"] == "demo_session_idle_minutes"
     assert ENV_VARS["DOCCHAT_CHAT_MODEL"] == "chat_model" and ENV_VARS["OPENAI_BASE_URL"] == "openai_base_url"
-    assert len(ENV_VARS) == len(Settings.model_fields) == 51
+    assert len(ENV_VARS) == len(Settings.model_fields) == 52
 
 
 def test_the_chat_model_names_its_provider_and_ollama_stays_the_default():

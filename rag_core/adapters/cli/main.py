@@ -222,9 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
     from rag_core.adapters.cli.app import register as register_app
     from rag_core.adapters.cli.evaluate import register as register_eval
     from rag_core.adapters.cli.summarize import register as register_summarize
+    from rag_core.adapters.cli.sync import register as register_sync
     from rag_core.adapters.cli.wikipedia import register as register_wikipedia
 
-    for register in (register_wikipedia, register_answers, register_summarize, register_eval, register_app):
+    for register in (register_wikipedia, register_answers, register_summarize, register_eval, register_app,
+                     register_sync):
         register(sub, common)
     return parser
 

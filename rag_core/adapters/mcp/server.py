@@ -1,7 +1,8 @@
 """The library as Model Context Protocol tools for agents: `python -m rag_core mcp` (stdio; `--http` for streamable
 HTTP on 127.0.0.1), built on the official `mcp` SDK's MCPServer.
 
-Tools: search, ask, summarize (rag_core.adapters.mcp.summaries), list_documents, get_passage; add_document and import_wikipedia only with `--allow-writes` (not
+Tools: search, ask, summarize (rag_core.adapters.mcp.summaries), list_documents, get_passage, library_changes
+(rag_core.adapters.mcp.changes); add_document and import_wikipedia only with `--allow-writes` (not
 even listed otherwise), and add_document reads only files under the `--allow-dir` folders (rag_core.adapters.mcp.files).
 Every failure (bad arguments, an unknown document, the library in use, even a crash) is an MCP error result with
 one sentence, never the SDK's "Error executing tool …" wrapper nor a traceback in the log; stdout is the protocol
@@ -28,6 +29,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from rag_core.adapters.mcp.changes import add_changes_tool
 from rag_core.adapters.mcp.errors import DocChatMCPServer
 from rag_core.adapters.mcp.files import NO_FOLDER_ALLOWED, read_confined
 from rag_core.adapters.mcp.summaries import add_summary_tool
@@ -323,6 +325,7 @@ def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool =
                 **{k: v for k, v in document_result(info).items() if k in ("url", "license", "kind")}}
 
     add_summary_tool(server, settings, holder, use_llm)
+    add_changes_tool(server, settings, holder)
     if allow_writes:
         _add_write_tools(server, settings, holder, allow_dirs)
     return server

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -158,9 +158,11 @@ def _flag(library: Library, d: DocumentInfo, on: bool) -> None:
 
 
 def refresh(library: Library, settings: Settings, dry_run: bool = False, owners: list[str | None] | None = None,
-            progress: Progress | None = None, client: WikipediaClient | None = None) -> RefreshReport:
-    """Check every imported article's latest revision; replace changed ones, flag removed ones, keep failed ones."""
-    docs = [d for d in library.documents(owners) if d.kind == "wikipedia"]
+            progress: Progress | None = None, client: WikipediaClient | None = None,
+            doc_ids: Collection[str] | None = None) -> RefreshReport:
+    """Check every imported article's latest revision (or only `doc_ids`); replace changed ones (in one step: a
+    question sees the old revision or the new one), flag removed ones, keep failed ones."""
+    docs = [d for d in library.documents(owners) if d.kind == "wikipedia" and (doc_ids is None or d.doc_id in doc_ids)]
     buckets: dict[str, list[RefreshItem]] = {"unchanged": [], "changed": [], "removed": [], "failed": []}
     by_lang: dict[str, list[tuple[DocumentInfo, int]]] = {}  # (document, its page id)
     for d in docs:
@@ -215,7 +217,7 @@ def _refresh_one(library: Library, client: WikipediaClient, d: DocumentInfo, now
         doc = build_document(got)  # the library scopes the id to d.owner
         if got.revision_id == d.revision_id:  # the page answered with the revision we already have
             return "unchanged", replace(base, new_revision_id=None)
-        res = library.ingest_document(doc, owner=d.owner, progress=progress, label=got.title)
+        res = library.ingest_document(doc, owner=d.owner, progress=progress, label=got.title, replaces=d.doc_id)
     except WikipediaPageMissing as e:
         _flag(library, d, True)
         return "removed", replace(base, message=str(e))

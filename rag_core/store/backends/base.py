@@ -22,6 +22,9 @@ CONTENT_KEY = "page_content"  # langchain-qdrant's payload layout: {page_content
 METADATA_KEY = "metadata"
 STATUS_KEY = "status"  # metadata.status of chunk points, status of registry entries
 PENDING, COMPLETE, DELETING = "pending", "complete", "deleting"
+# Folder sync (rag_core.store.replace): a removed file's document is kept hidden until undone or purged, and the old
+# version of a changed file is hidden in the same step its new version appears, then deleted.
+REMOVED, SUPERSEDED = "removed", "superseded"
 INDEXED_FIELDS = ("doc_id", "owner", STATUS_KEY)  # keyword payload indexes under metadata.
 RRF_K = 2  # Qdrant's default ranking constant, given explicitly so both backends fuse alike
 
@@ -223,9 +226,11 @@ __all__ = [
     "METADATA_KEY",
     "META_POINT_ID",
     "PENDING",
+    "REMOVED",
     "RRF_K",
     "RawPoint",
     "STATUS_KEY",
+    "SUPERSEDED",
     "Scope",
     "Search",
     "disk_full",

@@ -6,6 +6,12 @@ moment a process dies at (kill -9, a full disk, a power cut after the flush), th
 half there: `unfinished` lists them and `finish` removes them. `damage` finds what no journal explains (a complete
 document missing points, points of no document), for when the library's files were damaged some other way, and
 `repair` removes it.
+
+Replacing a changed file (rag_core.store.replace) writes the new version "pending" with `replaces` naming the old one;
+its points become "complete" in the same step the old version's become "superseded". A crash before that step leaves
+the new version pending: `finish` removes it and shows the old one again. A crash after it leaves the old version
+complete with no visible points: `unfinished` lists it, so it is removed. A removed file's document ("removed") keeps
+its points for Undo; it is neither unfinished nor damage.
 """
 from __future__ import annotations
 
@@ -14,7 +20,16 @@ import time
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from rag_core.store.backends.base import COMPLETE, DELETING, METADATA_KEY, PENDING, STATUS_KEY, Backend, Scope
+from rag_core.store.backends.base import (
+    COMPLETE,
+    DELETING,
+    METADATA_KEY,
+    PENDING,
+    REMOVED,
+    STATUS_KEY,
+    Backend,
+    Scope,
+)
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +41,10 @@ def unfinished(backend: Backend, grace_s: float, ours: AbstractSet[str] = frozen
     left = {p["doc_id"]: p for p in backend.entries(PENDING)
             if backend.kind != "server" or now - float(p.get("started") or 0) >= grace_s or p["doc_id"] in ours}
     left.update((p["doc_id"], p) for p in backend.entries(DELETING))
+    for p in backend.entries(COMPLETE):  # a replaced version whose successor is complete: only its deletion is left
+        old = backend.get_entry(p["replaces"]) if p.get("replaces") else None
+        if old and old.get(STATUS_KEY) == COMPLETE and not backend.count(Scope(doc_ids=(old["doc_id"],))):
+            left[old["doc_id"]] = old
     for doc_id in set(ours) - set(left):
         entry = backend.get_entry(doc_id)
         if entry is None or entry.get(STATUS_KEY) != COMPLETE:  # points with no entry, say
@@ -34,9 +53,14 @@ def unfinished(backend: Backend, grace_s: float, ours: AbstractSet[str] = frozen
 
 
 def finish(backend: Backend, doc_id: str) -> None:
-    """Remove a document's points, then its entry (the entry last: a crash half-way leaves it to try again)."""
+    """Remove a document's points, then its entry (the entry last: a crash half-way leaves it to try again); an
+    unfinished replacement shows the version it was to replace again."""
+    entry = backend.get_entry(doc_id) or {}
     backend.delete_document(doc_id)
     backend.delete_entry(doc_id)
+    old = backend.get_entry(entry["replaces"]) if entry.get("replaces") and entry.get(STATUS_KEY) == PENDING else None
+    if old and old.get(STATUS_KEY) == COMPLETE:
+        backend.set_status(old["doc_id"], COMPLETE)
 
 
 def intact(backend: Backend, entry: dict[str, Any]) -> bool:
@@ -54,7 +78,7 @@ def damage(backend: Backend) -> tuple[list[dict[str, Any]], set[str]]:
         return [], set()
     broken = [e for e in complete if not intact(backend, e)]
     known = {e["doc_id"] for e in complete}
-    known.update(e["doc_id"] for status in (PENDING, DELETING) for e in backend.entries(status))
+    known.update(e["doc_id"] for status in (PENDING, DELETING, REMOVED) for e in backend.entries(status))
     orphans: set[str] = set()
     for batch in backend.points(with_vectors=False):
         for p in batch:
