@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from rag_core.core.config import Settings
 from rag_core.core.errors import DiskFull, DocChatError, DocumentNotFound, EmbeddingModelMismatch
 from rag_core.core.models import Chunk, DocumentInfo, Passage, Progress, SourceMeta
-from rag_core.store import context
 from rag_core.store.backends import (
     COMPLETE,
     DELETING,
@@ -69,9 +68,8 @@ UPSERT_BATCH = 256
 # words: batches of 8 take 4.4 s in all (32: 5.5-6.3 s) and hold the model 0.6 s at most (32: ~3 s);
 # benchmarks/ask_during_upload.py times a question asked during a 117-page upload.
 EMBED_BATCH = 8
-# ...at most: on a busy machine (other programs on the 2 cores) a batch of 8 took 2.2-3 s, and Stop is only seen
-# between batches, so an upload's steps are sized to take about this long (down to one passage; issue 24). Idle, a
-# batch of 8 takes ~0.45 s, so nothing changes then.
+# ...at most: busy, a batch of 8 took 2.2-3 s and Stop is only seen between batches, so an upload's steps are sized
+# to take about this long (down to one passage; issue 24). Idle, a batch of 8 takes ~0.45 s: nothing changes then.
 EMBED_STEP_S = 0.5
 PENDING_GRACE_S = 3600  # server mode: a pending document older than this is a crashed ingest
 OPTIMIZE_AT_OPEN = 20_000  # Edge: build the HNSW index on open when this many points are searched exhaustively
@@ -274,7 +272,8 @@ class Store:
         """Dense and lexical vectors for chunks (outside the store lock: the slow part)."""
         import numpy as np
 
-        texts = [context.indexed_text(c) for c in chunks]  # the chunk's own text unless contextual passages are on
+        from rag_core.store.context import indexed_text  # the chunk's own text unless contextual passages are on
+        texts = [indexed_text(c) for c in chunks]
         dense = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
         # Length-sorted groups pad as little as one big encode() call would, yet still report progress.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
