@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rag_core.core.memory import release_free_memory
 from rag_core.core.models import DocumentInfo, Passage
 
 if TYPE_CHECKING:  # pragma: no cover - type only
@@ -55,10 +56,18 @@ class Guess:
 
 @functools.cache
 def _identifier() -> Any:  # a py3langid LanguageIdentifier, loaded once (about half a second)
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    import numpy as np
+    from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
+    from py3langid.modelio import load_model
 
-    ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-    ident.set_languages(list(LANGUAGES))
+    # Built from the model's columns for LANGUAGES only (what set_languages() keeps), so the other 70 languages'
+    # table (~19 MB) is not held for the life of the app as set_languages() would.
+    ptc, pc, classes, nextmove, row, output = load_model(MODEL_DIR / MODEL_FILE)
+    keep = [i for i, c in enumerate(classes) if c in LANGUAGES]
+    ident = LanguageIdentifier(np.ascontiguousarray(np.asarray(ptc)[:, keep]), np.asarray(pc)[keep],
+                               [classes[i] for i in keep], nextmove, output, norm_probs=True, tk_row=row)
+    del ptc
+    release_free_memory()  # the model's file is decompressed into buffers that are freed by now
     return ident
 
 
