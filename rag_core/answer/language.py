@@ -11,12 +11,14 @@ benchmarks/multilingual.py on the English sets).
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rag_core.core.errors import DocChatError
 from rag_core.core.memory import release_free_memory
 from rag_core.core.models import DocumentInfo, Passage
 
@@ -42,6 +44,7 @@ NOTICE_LIBRARY = ("Your question seems to be in {question} and your documents ar
 NOTICE_LANGUAGE = ("Your question seems to be in {question} and the passages found are in {documents}: DocChat finds "
                    "passages best when you ask in the language of your documents, so try asking in {documents}.")
 
+log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _doc_languages: dict[tuple[str, str, str], str | None] = {}  # (doc_id, sha256, added_at) -> language, per process
 
@@ -144,7 +147,11 @@ def library_notice(question: str, passages: Sequence[Passage], store: Store,
     asked = question_language(question)
     if asked is None:
         return None
-    languages = set(library_languages(store, owners, doc_ids))
+    try:
+        languages = set(library_languages(store, owners, doc_ids))
+    except DocChatError as e:  # the library could not be read (busy, gone): the sentence is advice, the reply goes on
+        log.info("The library's languages could not be read: %s", e)
+        languages = set()
     found = passages_language(passages) if passages else None
     if found is not None:  # a document not read yet: its passages say its language
         languages.add(found)
