@@ -304,7 +304,7 @@ class Embedder(Embeddings):
             batch = self._tokenizer.encode_batch([texts[j] for j in rows])
             ids = np.array([e.ids for e in batch], dtype=np.int64)
             mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
-            out[rows] = self._model.run(ids, mask)
+            out[rows] = self._model.run(ids, mask, last=i + BATCH_SIZE >= len(texts))
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

@@ -207,19 +207,22 @@ class OnnxBert:
         # partner needs (the same reason as OMP_WAIT_POLICY=PASSIVE for torch, issue 24).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        # No memory arena: it kept the largest batch's activations (a batch of 32 long passages: ~330 MB) for the life
-        # of the process; without it they go back to the allocator after each run (benchmarks/memory.py).
-        options.enable_cpu_mem_arena = False
         graph = build_graph(path, shape)
         try:
             self._session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
         except Exception as e:  # onnxruntime raises its own Fail/InvalidGraph types, not one base class
             raise DocChatError(f"The embedding model could not be prepared. {_fix_hint(path)}") from e
         self.shape = shape
+        # The memory arena keeps the largest batch's activations (32 long passages: ~300 MB) for the life of the
+        # process; shrunk after the last batch of each call, they go back at once (without an arena at all, encoding
+        # took 1.3x as long; benchmarks/embedding_runtime.py, benchmarks/memory.py).
+        self._shrink = ort.RunOptions()
+        self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
-    def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Vectors for one padded batch of word-piece ids and their attention mask."""
-        out = self._session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
+    def run(self, ids: np.ndarray, mask: np.ndarray, last: bool = True) -> np.ndarray:
+        """Vectors for one padded batch of word-piece ids and their attention mask (`last`: then free the arena)."""
+        out = self._session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask},
+                                self._shrink if last else None)[0]
         return np.asarray(out, dtype=np.float32)
 
 
