@@ -54,8 +54,8 @@ class GatedModel:
                 assert self._changed.wait_for(lambda: self._open or self._ended >= number, WAIT_S)
         return np.zeros((len(texts), self.dim), dtype=np.float32)
 
-    def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """The ONNX runtime's call: one padded batch."""
+    def run(self, ids: np.ndarray, mask: np.ndarray, last: bool = True) -> np.ndarray:
+        """The ONNX runtime's call: one padded batch (`last`: the call's final one)."""
         return self.encode([""] * len(ids))
 
     def end_batch(self) -> None:
