@@ -168,14 +168,19 @@ def _folder(ws: Workspace, path: str, check: FolderCheck | None) -> None:
             except DocChatError as e:
                 state.add_notice(str(e), "error")
             st.rerun()
-        if check is None:
-            st.caption("Not checked yet in this run of DocChat.")
-        elif check.error:
-            show_message(check.error, "warning")
-        elif check.diff is not None:
-            _review(ws, check.diff)
-            for note in check.diff.notes:
-                st.caption(render.escape_markdown(note))
+        _check_result(ws, check)
+
+
+def _check_result(ws: Workspace, check: FolderCheck | None) -> None:
+    """A folder's (or the articles') last check: not yet, its one-sentence error, or the review with its notes."""
+    if check is None:
+        st.caption("Not checked yet in this run of DocChat.")
+    elif check.error:
+        show_message(check.error, "warning")
+    elif check.diff is not None:
+        _review(ws, check.diff)
+        for note in check.diff.notes:
+            st.caption(render.escape_markdown(note))
 
 
 def _articles(ws: Workspace, check: FolderCheck | None) -> None:
@@ -190,14 +195,7 @@ def _articles(ws: Workspace, check: FolderCheck | None) -> None:
             except DocChatError as e:  # the hosted demo: its articles are checked in the Wikipedia box
                 state.add_notice(str(e), "info")
             st.rerun()
-        if check is None:
-            st.caption("Not checked yet in this run of DocChat.")
-        elif check.error:
-            show_message(check.error, "warning")
-        elif check.diff is not None:
-            _review(ws, check.diff)
-            for note in check.diff.notes:
-                st.caption(render.escape_markdown(note))
+        _check_result(ws, check)
 
 
 def folder_sync_box(ws: Workspace, has_articles: bool = False) -> None:
