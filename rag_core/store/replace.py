@@ -29,6 +29,7 @@ from rag_core.store.backends import (
     SUPERSEDED,
     RawPoint,
     journal,
+    upsert_batched,
 )
 from rag_core.store.backends.layout import chunk_to_document, document_payload, info_from_entry
 from rag_core.store.vector_store import UPSERT_BATCH, Store, now_iso
@@ -72,10 +73,7 @@ def replace_document(store: Store, old_id: str, source: SourceMeta, chunks: list
             with store._engine(action, outcome):
                 if existing:
                     store.backend.delete_document(doc_id)
-                for i in range(0, len(points), UPSERT_BATCH):
-                    store.backend.upsert(points[i:i + UPSERT_BATCH])
-                    if progress:
-                        progress("saving", min(i + UPSERT_BATCH, len(points)), len(points))
+                upsert_batched(store.backend, points, UPSERT_BATCH, progress)
                 with store.gate.swapping():  # no search between these two calls
                     store.backend.set_status(doc_id, COMPLETE)
                     store.backend.set_status(old_id, SUPERSEDED)

@@ -41,6 +41,7 @@ from rag_core.store.backends import (
     journal,
     open_backend,
     translated,
+    upsert_batched,
 )
 from rag_core.store.backends import DENSE as DENSE  # re-exported: the vector names, as before
 from rag_core.store.backends import LEXICAL as LEXICAL
@@ -244,10 +245,7 @@ class Store:
                 with self._engine(action, outcome):
                     if old:  # what an unfinished or damaged earlier copy left
                         self.backend.delete_document(doc_id)
-                    for i in range(0, len(points), UPSERT_BATCH):
-                        self.backend.upsert(points[i:i + UPSERT_BATCH])
-                        if progress:
-                            progress("saving", min(i + UPSERT_BATCH, len(points)), len(points))
+                    upsert_batched(self.backend, points, UPSERT_BATCH, progress)
                     self.backend.set_status(doc_id, COMPLETE)
                     entry[STATUS_KEY] = COMPLETE
                     self.backend.put_entry(entry)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import errno
 import logging
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -214,6 +214,15 @@ def raw_points(records: Sequence[Any]) -> list[RawPoint]:
     return out
 
 
+def upsert_batched(backend: Backend, points: Sequence[RawPoint], batch: int,
+                   progress: Callable[[str, int, int], None] | None = None) -> None:
+    """Write points `batch` at a time, reporting ("saving", written, total) after each batch."""
+    for i in range(0, len(points), batch):
+        backend.upsert(points[i:i + batch])
+        if progress:
+            progress("saving", min(i + batch, len(points)), len(points))
+
+
 __all__ = [
     "Backend",
     "COMPLETE",
@@ -238,4 +247,5 @@ __all__ = [
     "registry_point_id",
     "sparse_vector",
     "translated",
+    "upsert_batched",
 ]
