@@ -84,12 +84,13 @@ class _Outside:
 
     def notes(self) -> list[str]:
         found: list[str] = []
+        self.out.sort()
         if len(self.out) > self.SHOWN:
             names = ", ".join(f"“{r}”" for r in self.out[:self.SHOWN])
             found.append(f"{len(self.out)} links lead outside the folder and were left out ({names}, …).")
         else:
             found.extend(f"“{r}” is a link that leads outside the folder; it was left out." for r in self.out)
-        found.extend(f"“{r}” is a link that loops back on itself; it was skipped." for r in self.loops)
+        found.extend(f"“{r}” is a link that loops back on itself; it was skipped." for r in sorted(self.loops))
         return found
 
 
