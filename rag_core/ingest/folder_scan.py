@@ -124,6 +124,20 @@ def _link_target(entry: os.DirEntry[str], rel: str, root: str, outside: _Outside
     return real
 
 
+def _enter(real: str, rel: str, seen: set[str], notes: list[str]) -> bool:
+    """True when the subfolder `rel` (real path `real`) is to be looked through: not a system folder, not one looked
+    through already (a sentence says why not)."""
+    if system_folder(real) is not None:
+        notes.append(f"“{rel}” is a system folder, not one of documents; it was left out.")
+        return False
+    if real in seen:
+        notes.append(f"“{rel}” links back to a folder DocChat has already looked through, so it was skipped (a loop "
+                     "of links).")
+        return False
+    seen.add(real)
+    return True
+
+
 def scan_folder(folder: Path, max_files: int = MAX_FILES, time_limit_s: float = SCAN_TIME_S,
                 max_entries: int = MAX_ENTRIES, confirmed: FolderPin | None = None,
                 same_identity: bool = False) -> FolderScan:
@@ -169,13 +183,7 @@ def scan_folder(folder: Path, max_files: int = MAX_FILES, time_limit_s: float = 
                     continue
                 if entry.is_dir():  # follows links (checked above to stay inside)
                     real = os.path.realpath(real)
-                    if system_folder(real) is not None:
-                        notes.append(f"“{rel}” is a system folder, not one of documents; it was left out.")
-                    elif real in seen:
-                        notes.append(f"“{rel}” links back to a folder DocChat has already looked through, so it was "
-                                     "skipped (a loop of links).")
-                    else:
-                        seen.add(real)
+                    if _enter(real, rel, seen, notes):
                         stack.append((Path(real), rel + "/"))  # the real path: no link left to swap
                     continue
                 if not _reads(entry.name):

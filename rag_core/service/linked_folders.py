@@ -1,5 +1,6 @@
 """Linked folders, kept in `<data dir>/linked_folders.json`: each folder's path and, per file, what DocChat last saw of
-it (size, modification time, the id of the document it is in the library).
+it (size, modification time, the id of the document it is in the library), and the folder confirmed: its real path
+and identity when it was linked (rag_core.ingest.folder_confine), so a folder later replaced by a link is refused.
 
 The library stays the truth: a file's record is only a cache that lets a re-check skip reading unchanged files (same
 size and time) and remembers which document a changed or removed file was. Each change is written atomically (a new
