@@ -117,3 +117,29 @@ def test_a_file_swapped_for_a_link_between_the_check_and_the_apply_is_refused(se
         assert [d.title for d in lib.documents()] == ["Bees"]
     finally:
         lib.close()
+
+
+@pytest.mark.remembered_vectors
+def test_the_library_page_never_links_proc_and_its_check_says_a_folder_was_replaced(settings, embedder, folder):
+    from rag_core.core.errors import SystemFolderRefused
+    from rag_core.service.jobs import IngestQueue
+    from rag_core.service.workspace import LocalWorkspace
+
+    lib = Library(settings, embedder=embedder)
+    try:
+        ws = LocalWorkspace(lib, IngestQueue(lib))
+        proc = folder.parent / "proc-link"
+        proc.symlink_to("/proc")
+        with pytest.raises(SystemFolderRefused, match="leads into /proc, a system folder"):
+            ws.link_folder(str(proc), confirmed=True)
+        assert ws.linked_folders() == []
+
+        ws.link_folder(str(folder), confirmed=True)
+        assert ws.linked_folders()[0].pin is not None
+        folder.rename(folder.parent / "Reports.moved")
+        folder.symlink_to("/etc")
+        check = ws.check_folder(str(folder))
+        assert check.diff is None and check.needs_review
+        assert check.error and check.error.startswith(f"The linked folder “{folder}” is now a link to /etc")
+    finally:
+        lib.close()
