@@ -28,6 +28,7 @@ from rag_core.core.ingest_errors import (
 from rag_core.core.sync_errors import (
     FolderNotFound,
     FolderNotLinked,
+    FolderReplaced,
     FolderScanTooSlow,
     FolderSyncError,
     FolderTooLarge,
@@ -35,6 +36,7 @@ from rag_core.core.sync_errors import (
     LinkingRefused,
     LinkNeedsConfirmation,
     NotAFolder,
+    SystemFolderRefused,
 )
 
 __all__ = [  # every error, wherever it is defined
@@ -48,7 +50,7 @@ __all__ = [  # every error, wherever it is defined
     "WikipediaServerError", "WikipediaRequestRejected", "WikipediaBadResponse", "WikipediaTooSlow",
     "WikipediaResponseTooLarge", "WikipediaAPIError", "SampleReadOnly", "DemoTrouble", "ImageTooLarge",
     "FolderSyncError", "FolderNotFound", "NotAFolder", "FolderUnreadable", "FolderTooLarge", "FolderScanTooSlow",
-    "LinkingRefused", "LinkNeedsConfirmation", "FolderNotLinked",
+    "LinkingRefused", "LinkNeedsConfirmation", "FolderNotLinked", "FolderReplaced", "SystemFolderRefused",
 ]
 
 

@@ -56,3 +56,17 @@ class FolderNotLinked(FolderSyncError):
     def __init__(self, folder: str) -> None:
         super().__init__(f"“{folder}” is not a linked folder. Link it first on the Library page, or run "
                          "`docchat sync` with the folder.", folder=folder)
+
+
+class FolderReplaced(FolderSyncError):
+    def __init__(self, folder: str, now: str, confirmed: str) -> None:
+        where = "is now a link to" if now != confirmed else "was replaced by another folder at"
+        super().__init__(f"The linked folder “{folder}” {where} {now}, not the folder you confirmed; DocChat left it "
+                         "alone. If this is intended, unlink it on the Library page and link it again.",
+                         folder=folder, now=now, confirmed=confirmed)
+
+
+class SystemFolderRefused(FolderSyncError):
+    def __init__(self, folder: str, system: str) -> None:
+        super().__init__(f"“{folder}” leads into {system}, a system folder, not one of documents; DocChat left it "
+                         "alone. Link the folder that holds your documents.", folder=folder, system=system)

@@ -19,8 +19,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag_core.core.errors import DocChatError, DocumentNotFound
+from rag_core.core.errors import DocChatError, DocumentNotFound, FolderSyncError, NotARegularFile
 from rag_core.core.models import DocumentInfo, IngestStatus, Progress
+from rag_core.core.safe_files import read_up_to
+from rag_core.ingest.folder_confine import FolderPin, LinkLeadsOut, open_inside, verify
 from rag_core.ingest.folder_scan import FoundFile, hash_file, scan_folder
 from rag_core.service.linked_folders import FileRecord, FolderLinks, LinkedFolder, folder_key, now_iso
 
@@ -101,7 +103,8 @@ class FolderDiff:
                 "notes": list(self.notes)}
 
 
-def _classify(link: LinkedFolder, found: FoundFile, docs: set[str], max_bytes: int, notes: list[str]) -> str | None:
+def _classify(link: LinkedFolder, root: FolderPin | None, found: FoundFile, docs: set[str], max_bytes: int,
+              notes: list[str]) -> str | None:
     """The id of the file's content (its record's when size and time match it), or None when it cannot be told now
     (a sentence in `notes` says why)."""
     rec = link.files.get(found.rel)
@@ -111,9 +114,16 @@ def _classify(link: LinkedFolder, found: FoundFile, docs: set[str], max_bytes: i
         notes.append(f"“{found.rel}” is larger than the upload limit ({max_bytes >> 20} MB); it is left out.")
         return None
     try:
-        digest = hash_file(Path(link.path) / found.rel, found.size, found.mtime_ns)
+        digest = hash_file(Path(found.rel), found.size, found.mtime_ns, root)
+    except LinkLeadsOut:
+        notes.append(f"“{found.rel}” became a link that leads outside the folder while DocChat read it; it is left "
+                     "out.")
+        return None
     except OSError as e:
         notes.append(f"“{found.rel}” could not be read ({e.strerror or e}); it is left out for now.")
+        return None
+    except NotARegularFile:
+        notes.append(f"“{found.rel}” is no longer a regular file; it is left out.")
         return None
     if digest is None:
         notes.append(f"“{found.rel}” changed while DocChat read it; it will be compared at the next check.")
@@ -126,12 +136,14 @@ def diff_folder(library: Library, links: FolderLinks, path: str | Path, remember
     linked yet is compared as if just linked. `remember`: save the records of unchanged files of a linked folder
     whose time changed, not to read them again next time."""
     link = links.find(path) or LinkedFolder(folder_key(path), "", {})
-    scan = scan_folder(Path(link.path))
+    scan = scan_folder(Path(link.path), confirmed=link.pin)  # FolderReplaced: no longer the folder confirmed
+    if remember and scan.pin is not None and scan.pin != link.pin:
+        _pin(links, link.path, scan.pin)  # linked before pins were kept, or re-created at the same place
     docs = {d.doc_id: d for d in library.documents()}
     known = set(docs)
     notes = list(scan.notes)
     max_bytes = library.settings.max_upload_mb << 20
-    ids = {f.rel: _classify(link, f, known, max_bytes, notes) for f in scan.files}
+    ids = {f.rel: _classify(link, scan.pin, f, known, max_bytes, notes) for f in scan.files}
     in_use = {d for d in ids.values() if d}
     changes: list[FileChange] = []
     refreshed: dict[str, FileRecord | None] = {}
@@ -166,6 +178,13 @@ def _remember(links: FolderLinks, path: str, records: dict[str, FileRecord | Non
         log.warning("Could not update the records of %s: %s", path, e)
 
 
+def _pin(links: FolderLinks, path: str, pinned: FolderPin) -> None:
+    try:
+        links.pin(path, pinned)
+    except OSError as e:  # kept at the next check
+        log.warning("Could not keep the real path of %s: %s", path, e)
+
+
 def chosen(diff: FolderDiff, paths: set[str] | None = None) -> list[FileChange]:
     """The entries to apply: every pending one, or (`paths`) the ticked ones."""
     return [c for c in diff.pending if paths is None or c.rel in paths]
@@ -195,12 +214,30 @@ def apply_change(library: Library, links: FolderLinks, folder: str, change: File
             return IngestResult(change.rel, IngestStatus.FAILED, error=str(e), details=e.details)
         return IngestResult(change.rel, IngestStatus.ADDED, change.old_doc_id, title=info.title if info else None)
     try:
-        st = os.stat(path)
+        data, st = _read_inside(links, folder, change.rel, library.settings.max_upload_bytes + 1)
+    except (FolderSyncError, NotARegularFile) as e:
+        return IngestResult(change.rel, IngestStatus.FAILED, error=str(e), details=e.details)
+    except LinkLeadsOut:
+        return IngestResult(change.rel, IngestStatus.FAILED, error=(
+            f"“{change.rel}” is now a link that leads outside the folder (or was swapped while DocChat opened it), so "
+            "it was not read; nothing was changed."))
     except OSError as e:
         return IngestResult(change.rel, IngestStatus.FAILED,
                             error=f"“{change.rel}” could not be opened ({e.strerror or e}); nothing was changed.")
-    result = library.ingest_path(path, progress=progress, replaces=change.old_doc_id)
+    result = library.ingest_bytes(data, path.name, progress=progress, label=str(path), replaces=change.old_doc_id)
     if result.doc_id and result.status in (IngestStatus.ADDED, IngestStatus.UNCHANGED):
         _remember(links, folder, {change.rel: FileRecord(st.st_size, st.st_mtime_ns, result.doc_id)}, later=True)
     return IngestResult(change.rel, result.status, result.doc_id, result.chunks, result.pages, result.title,
                         result.error, result.details)
+
+
+def _read_inside(links: FolderLinks, folder: str, rel: str, limit: int) -> tuple[bytes, os.stat_result]:
+    """The bytes (up to `limit`) and stat of a file of a linked folder, read only when the folder is still the one
+    checked (FolderReplaced, SystemFolderRefused) and the file really is in it (LinkLeadsOut)."""
+    link = links.find(folder)
+    root = verify(folder, link.pin if link else None, same_identity=True)
+    fd, st = open_inside(root, rel)
+    try:
+        return read_up_to(fd, limit), st
+    finally:
+        os.close(fd)

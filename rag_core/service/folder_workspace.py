@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_core.core.errors import DocChatError, DocumentNotFound, LinkingRefused, LinkNeedsConfirmation
 from rag_core.core.models import DocumentInfo
+from rag_core.ingest.folder_confine import verify
 from rag_core.ingest.folder_scan import scan_folder
 from rag_core.service.folder_sync import Bucket, FolderDiff, remove_change
 from rag_core.service.folder_watch import FolderCheck, watch_for
@@ -106,6 +107,10 @@ class LocalLinkedFolders(LinkedFolders):
             return watch.links.get(path)
         if not os.path.isdir(path):
             scan_folder(Path(path))  # says why, in one sentence: not there, not a folder, not readable
+        try:
+            verify(path, None)  # SystemFolderRefused: /proc, /sys, /dev (or a link to them) are never linked
+        except OSError:
+            scan_folder(Path(path))
         if not confirmed and needs_confirmation(path, self.settings):
             raise LinkNeedsConfirmation(path)
         link = watch.links.link(path)

@@ -1,5 +1,6 @@
 """Linked folders, kept in `<data dir>/linked_folders.json`: each folder's path and, per file, what DocChat last saw of
-it (size, modification time, the id of the document it is in the library).
+it (size, modification time, the id of the document it is in the library), and the folder confirmed: its real path
+and identity when it was linked (rag_core.ingest.folder_confine), so a folder later replaced by a link is refused.
 
 The library stays the truth: a file's record is only a cache that lets a re-check skip reading unchanged files (same
 size and time) and remembers which document a changed or removed file was. Each change is written atomically (a new
@@ -22,6 +23,7 @@ from rag_core.core.config import Settings
 from rag_core.core.errors import FolderNotLinked
 from rag_core.core.files import write_atomic
 from rag_core.core.safe_files import read_json
+from rag_core.ingest.folder_confine import FolderPin, pin
 from rag_core.service.conversations import lock_for
 
 log = logging.getLogger(__name__)
@@ -53,11 +55,13 @@ class FileRecord:
 
 @dataclass(frozen=True)
 class LinkedFolder:
-    """One linked folder: its absolute path, when it was linked, and its files' records by path inside it."""
+    """One linked folder: its absolute path, when it was linked, its files' records by path inside it, and the
+    folder confirmed (its real path and identity when linked; None for a link made before they were kept)."""
 
     path: str
     linked_at: str
     files: Mapping[str, FileRecord] = field(default_factory=dict, compare=False, repr=False)
+    pin: FolderPin | None = field(default=None, compare=False)
 
     @property
     def name(self) -> str:
@@ -77,10 +81,20 @@ def needs_confirmation(path: str | Path, settings: Settings) -> bool:
     return not any(real == h or h in real.parents for h in homes)
 
 
+def _pin_now(path: str) -> FolderPin | None:
+    try:
+        return pin(path)
+    except (OSError, ValueError) as e:  # not there (yet): pinned at its first check
+        log.info("Could not pin %s: %s", path, e)
+        return None
+
+
 def _folder(raw: Any) -> LinkedFolder | None:
     try:
         files = {str(rel): FileRecord(int(r[0]), int(r[1]), str(r[2])) for rel, r in dict(raw["files"]).items()}
-        return LinkedFolder(str(raw["path"]), str(raw.get("linked_at") or ""), files)
+        kept = raw.get("pin")
+        pinned = FolderPin(str(kept[0]), int(kept[1]), int(kept[2])) if kept else None
+        return LinkedFolder(str(raw["path"]), str(raw.get("linked_at") or ""), files, pinned)
     except (KeyError, TypeError, ValueError, IndexError) as e:
         log.warning("Ignoring a damaged linked folder record: %s", e)
         return None
@@ -116,9 +130,20 @@ class FolderLinks:
         with self._lock:
             folders = self._read()
             if key not in folders:
-                folders[key] = LinkedFolder(key, now_iso(), {})
+                folders[key] = LinkedFolder(key, now_iso(), {}, _pin_now(key))
                 self._write(folders)
             return folders[key]
+
+    def pin(self, path: str | Path, pinned: FolderPin) -> None:
+        """Keep the real path and identity of a linked folder (one linked before they were kept, or re-created at
+        the same place); nothing when it is not linked."""
+        key = folder_key(path)
+        with self._lock:
+            folders = self._read()
+            old = folders.get(key)
+            if old is not None and old.pin != pinned:
+                folders[key] = LinkedFolder(old.path, old.linked_at, old.files, pinned)
+                self._write(folders)
 
     def unlink(self, path: str | Path) -> bool:
         """Forget a linked folder (its documents stay in the library); False when it was not linked."""
@@ -160,7 +185,7 @@ class FolderLinks:
                             files.pop(rel, None)
                         else:
                             files[rel] = rec
-                    out[key] = LinkedFolder(old.path, old.linked_at, files)
+                    out[key] = LinkedFolder(old.path, old.linked_at, files, old.pin)
             return out
 
     def _read_file(self) -> dict[str, LinkedFolder]:
@@ -182,7 +207,7 @@ class FolderLinks:
     def _write(self, folders: Mapping[str, LinkedFolder]) -> None:
         """Write every folder (records kept for later included) atomically."""
         data = {"version": 1, "folders": [
-            {"path": f.path, "linked_at": f.linked_at,
+            {"path": f.path, "linked_at": f.linked_at, **({"pin": f.pin.as_json()} if f.pin else {}),
              "files": {rel: [r.size, r.mtime_ns, r.doc_id] for rel, r in sorted(f.files.items())}}
             for f in folders.values()]}
         write_atomic(self.path, json.dumps(data, separators=(",", ":")).encode("utf-8"))
