@@ -9,6 +9,7 @@ byte that is not UTF-8 becomes U+FFFD (�), as does each control character (a l
 """
 from __future__ import annotations
 
+import os
 import re
 
 REPLACEMENT = "\ufffd"  # what is shown instead of a byte or character that cannot be shown
@@ -28,3 +29,21 @@ def display_name(name: str) -> str:
     becomes U+FFFD, one for one ("caf\\udce9.txt" -> "caf�.txt"); other characters, right-to-left marks included,
     are kept. The name of a file that can still be opened is the str it came as, never this."""
     return _CONTROL_RE.sub(REPLACEMENT, printable_text(name))
+
+
+def find_shown(path: str) -> str:
+    """The exact path of the file whose path is shown as `path` (with U+FFFD where its name has bytes that are not
+    UTF-8, as a client that speaks only UTF-8 gives it back): each part that does not exist as given is matched with
+    the one entry of its folder shown the same way. `path` itself when it names no such file, or more than one."""
+    if REPLACEMENT not in path or os.path.lexists(path):
+        return path
+    head, tail = os.path.split(path)
+    if not tail or head == path:
+        return path
+    folder = find_shown(head)
+    try:
+        names = os.listdir(folder or ".")
+    except OSError:
+        return path
+    same = [n for n in names if display_name(n) == tail]
+    return os.path.join(folder, same[0]) if len(same) == 1 else path
