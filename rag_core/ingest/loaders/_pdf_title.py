@@ -57,12 +57,26 @@ def _body_size(lines: list[_Line]) -> float:
     return sizes.most_common(1)[0][0]
 
 
+def _repeated(doc: pymupdf.Document) -> set[str]:
+    """The lines of page 2: one of page 1 that is there too is a running header or footer."""
+    return {ln.text for ln in _lines(doc[1])} if doc.page_count > 1 else set()
+
+
+def page_one_title(doc: pymupdf.Document, heading: str, file_name: str) -> str:
+    """The title page 1 gives: `heading` (its first heading) when that can be a title and is neither a generic
+    section name ("Contents") nor a running header (repeated on page 2); else `largest_type_title`; or ""."""
+    text = collapse_ws(heading)
+    if heading_title(text, file_name) and not _GENERIC_RE.fullmatch(text) and text not in _repeated(doc):
+        return text
+    return largest_type_title(doc, file_name)
+
+
 def largest_type_title(doc: pymupdf.Document, file_name: str) -> str:
     """The title page 1 states in its largest type (see the module's text), or ""."""
     if doc.page_count == 0:
         return ""
     every = _lines(doc[0])
-    repeated = {ln.text for ln in _lines(doc[1])} if doc.page_count > 1 else set()
+    repeated = _repeated(doc)
     lines = [ln for ln in every if ln.text not in repeated and not _PAGE_NUMBER_RE.fullmatch(ln.text)]
     if not lines:
         return ""

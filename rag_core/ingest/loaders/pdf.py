@@ -25,7 +25,6 @@ from rag_core.ingest.loaders._common import (
     choose_title,
     clean_text,
     collapse_ws,
-    heading_title,
 )
 from rag_core.ingest.loaders._isolated import run_isolated
 from rag_core.ingest.loaders._pdf_blocks import Line, Page, Row, TextBlock
@@ -39,7 +38,7 @@ from rag_core.ingest.loaders._pdf_layout import (
     page_paragraphs,
     split_columns,
 )
-from rag_core.ingest.loaders._pdf_title import largest_type_title
+from rag_core.ingest.loaders._pdf_title import page_one_title
 from rag_core.ingest.loaders.ocr import (
     MIN_LETTERS,
     OcrOptions,
@@ -184,8 +183,8 @@ def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: 
         stack = HeadingStack()
         heads = [(offset, stack.push(level, label)) for offset, level, label in font_heads]
     heading = _first_page_heading(heads, page_starts[1] if len(page_starts) > 1 else len(text), 0 in reader.pages)
-    if not heading_title(heading, file_name) and 0 not in reader.pages:
-        heading = largest_type_title(doc, file_name)  # what page 1 states in its largest type
+    if 0 not in reader.pages:  # not a running header nor "Contents"; else what page 1 states in its largest type
+        heading = page_one_title(doc, heading, file_name)
     title = choose_title(file_name, (doc.metadata or {}).get("title") or "", heading=heading)
     hidden = tuple(run for page in pages for run in page.hidden)[:_MAX_HIDDEN]
     if hidden:
