@@ -31,7 +31,7 @@ UNEXPECTED = "Something unexpected went wrong with the linked folder; nothing in
 
 
 def _key(*parts: str) -> str:
-    return "sync_" + hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+    return "sync_" + hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _link(ws: Workspace, path: str, confirmed: bool) -> None:
@@ -86,14 +86,14 @@ def _review(ws: Workspace, diff: FolderDiff) -> None:
             continue
         st.caption(f"{BUCKET_TITLES[bucket]} ({len(files)})")
         for c in files[:SHOWN]:
-            if st.checkbox(render.escape_markdown(c.rel), value=True, key=_key(diff.folder, diff.checked_at, c.rel)):
+            if st.checkbox(render.escape_markdown(c.shown), value=True, key=_key(diff.folder, diff.checked_at, c.rel)):
                 ticked.append(c.rel)
         ticked.extend(c.rel for c in files[SHOWN:])  # not listed: applied with the others
         if len(files) > SHOWN:
             st.caption(f"… and {len(files) - SHOWN} more {bucket} files, applied with these.")
     unchanged = diff.bucket(Bucket.UNCHANGED)
     if unchanged:
-        names = ", ".join(c.rel for c in unchanged[:10]) + (" …" if len(unchanged) > 10 else "")
+        names = ", ".join(c.shown for c in unchanged[:10]) + (" …" if len(unchanged) > 10 else "")
         st.caption(render.escape_markdown(f"Unchanged ({len(unchanged)}): {names}"))
     if diff.pending and st.button(f"Apply {render.plural(len(ticked), 'change')}", key=_key("apply", diff.folder),
                                   type="primary", disabled=not ticked, icon=":material/sync:"):

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_core.core.errors import DocChatError, DocumentNotFound, FolderSyncError, NotARegularFile
 from rag_core.core.models import DocumentInfo, IngestStatus, Progress
+from rag_core.core.names import display_name, printable_text
 from rag_core.core.safe_files import read_up_to
 from rag_core.ingest.folder_confine import FolderPin, LinkLeadsOut, open_inside, verify
 from rag_core.ingest.folder_scan import FoundFile, hash_file, scan_folder
@@ -54,9 +55,14 @@ class FileChange:
     mtime_ns: int = 0
     title: str = ""  # the old document's title (removed)
 
+    @property
+    def shown(self) -> str:
+        """Its path inside the folder as it is shown (`display_name`); `rel` stays the exact one that opens it."""
+        return display_name(self.rel)
+
     def as_json(self) -> dict[str, Any]:
         """The CLI's and MCP's shape."""
-        return {"path": self.rel, "bucket": str(self.bucket), "doc_id": self.doc_id, "old_doc_id": self.old_doc_id}
+        return {"path": self.shown, "bucket": str(self.bucket), "doc_id": self.doc_id, "old_doc_id": self.old_doc_id}
 
 
 @dataclass(frozen=True)
@@ -70,8 +76,8 @@ class FolderDiff:
 
     @property
     def name(self) -> str:
-        """The folder's own name ("Reports")."""
-        return Path(self.folder).name or self.folder
+        """The folder's own name as it is shown ("Reports")."""
+        return display_name(Path(self.folder).name or self.folder)
 
     def bucket(self, kind: Bucket) -> tuple[FileChange, ...]:
         """The files of one bucket, by path."""
@@ -97,9 +103,9 @@ class FolderDiff:
 
     def as_json(self) -> dict[str, Any]:
         """The CLI's and MCP's shape: counts, the files of each bucket (unchanged ones counted only), the notes."""
-        return {"folder": self.folder, "checked_at": self.checked_at,
+        return {"folder": display_name(self.folder), "checked_at": self.checked_at,
                 "counts": {str(b): n for b, n in self.counts().items()},
-                **{str(b): [c.rel for c in self.bucket(b)] for b in Bucket if b != Bucket.UNCHANGED},
+                **{str(b): [c.shown for c in self.bucket(b)] for b in Bucket if b != Bucket.UNCHANGED},
                 "notes": list(self.notes)}
 
 
@@ -111,22 +117,22 @@ def _classify(link: LinkedFolder, root: FolderPin | None, found: FoundFile, docs
     if rec is not None and (rec.size, rec.mtime_ns) == (found.size, found.mtime_ns) and rec.doc_id in docs:
         return rec.doc_id
     if found.size > max_bytes:
-        notes.append(f"“{found.rel}” is larger than the upload limit ({max_bytes >> 20} MB); it is left out.")
+        notes.append(f"“{display_name(found.rel)}” is larger than the upload limit ({max_bytes >> 20} MB); it is left out.")
         return None
     try:
         digest = hash_file(Path(found.rel), found.size, found.mtime_ns, root)
     except LinkLeadsOut:
-        notes.append(f"“{found.rel}” became a link that leads outside the folder while DocChat read it; it is left "
+        notes.append(f"“{display_name(found.rel)}” became a link that leads outside the folder while DocChat read it; it is left "
                      "out.")
         return None
     except OSError as e:
-        notes.append(f"“{found.rel}” could not be read ({e.strerror or e}); it is left out for now.")
+        notes.append(f"“{display_name(found.rel)}” could not be read ({e.strerror or e}); it is left out for now.")
         return None
     except NotARegularFile:
-        notes.append(f"“{found.rel}” is no longer a regular file; it is left out.")
+        notes.append(f"“{display_name(found.rel)}” is no longer a regular file; it is left out.")
         return None
     if digest is None:
-        notes.append(f"“{found.rel}” changed while DocChat read it; it will be compared at the next check.")
+        notes.append(f"“{display_name(found.rel)}” changed while DocChat read it; it will be compared at the next check.")
         return None
     return digest[:16]
 
@@ -141,7 +147,7 @@ def diff_folder(library: Library, links: FolderLinks, path: str | Path, remember
         _pin(links, link.path, scan.pin)  # linked before pins were kept, or re-created at the same place
     docs = {d.doc_id: d for d in library.documents()}
     known = set(docs)
-    notes = list(scan.notes)
+    notes = [printable_text(n) for n in scan.notes]  # sentences quoting names: shown, so UTF-8
     max_bytes = library.settings.max_upload_mb << 20
     ids = {f.rel: _classify(link, scan.pin, f, known, max_bytes, notes) for f in scan.files}
     in_use = {d for d in ids.values() if d}
@@ -186,8 +192,8 @@ def _pin(links: FolderLinks, path: str, pinned: FolderPin) -> None:
 
 
 def chosen(diff: FolderDiff, paths: set[str] | None = None) -> list[FileChange]:
-    """The entries to apply: every pending one, or (`paths`) the ticked ones."""
-    return [c for c in diff.pending if paths is None or c.rel in paths]
+    """The entries to apply: every pending one, or (`paths`) the ticked ones (by path, or by path as shown)."""
+    return [c for c in diff.pending if paths is None or c.rel in paths or c.shown in paths]
 
 
 def remove_change(library: Library, links: FolderLinks, folder: str, change: FileChange) -> DocumentInfo | None:
@@ -219,11 +225,11 @@ def apply_change(library: Library, links: FolderLinks, folder: str, change: File
         return IngestResult(change.rel, IngestStatus.FAILED, error=str(e), details=e.details)
     except LinkLeadsOut:
         return IngestResult(change.rel, IngestStatus.FAILED, error=(
-            f"“{change.rel}” is now a link that leads outside the folder (or was swapped while DocChat opened it), so "
+            f"“{change.shown}” is now a link that leads outside the folder (or was swapped while DocChat opened it), so "
             "it was not read; nothing was changed."))
     except OSError as e:
         return IngestResult(change.rel, IngestStatus.FAILED,
-                            error=f"“{change.rel}” could not be opened ({e.strerror or e}); nothing was changed.")
+                            error=f"“{change.shown}” could not be opened ({e.strerror or e}); nothing was changed.")
     result = library.ingest_bytes(data, path.name, progress=progress, label=str(path), replaces=change.old_doc_id)
     if result.doc_id and result.status in (IngestStatus.ADDED, IngestStatus.UNCHANGED):
         _remember(links, folder, {change.rel: FileRecord(st.st_size, st.st_mtime_ns, result.doc_id)}, later=True)

@@ -144,7 +144,7 @@ class LocalLinkedFolders(LinkedFolders):
         removed: list[DocumentInfo] = []
         failed: list[str] = []
         for change in diff.pending:
-            if wanted is not None and change.rel not in wanted:
+            if wanted is not None and change.rel not in wanted and change.shown not in wanted:
                 continue
             if change.bucket == Bucket.REMOVED:
                 try:
@@ -158,7 +158,7 @@ class LocalLinkedFolders(LinkedFolders):
             def work(progress: Any, change: Any = change) -> Any:
                 return apply_any(library, links, diff.folder, change, progress)
 
-            jobs.append(self._submit(change.rel, work, "file"))
+            jobs.append(self._submit(change.shown, work, "file"))
         watch.forget(diff.folder)
         return Applied(tuple(jobs), tuple(removed), tuple(failed))
 

@@ -20,6 +20,7 @@ from rag_core.core.deadline import Deadline
 from rag_core.core.errors import DocChatError, FileTooLarge, NotARegularFile, NoText
 from rag_core.core.formats import ACCEPTED_EXTENSIONS
 from rag_core.core.models import Chunk, Document, DocumentInfo, IngestStatus, Passage, Progress
+from rag_core.core.names import display_name, printable_text
 from rag_core.ingest.chunking import chunk_document, estimate
 from rag_core.ingest.loaders import check_size, load_bytes, read_file
 from rag_core.ingest.originals import KINDS_KEPT, delete_original, load_original, save_original
@@ -51,8 +52,14 @@ class IngestResult:
     details: str = ""  # the technical part of a failure (a setting's name), shown folded away under the error
 
     def __post_init__(self) -> None:
-        """Take "added", "failed", ... as their enum members."""
+        """Take "added", "failed", ... as their enum members; the file's name (its path as given) and the sentences
+        as they can be shown (`display_name`: a name that is not UTF-8 with U+FFFD, so every report is UTF-8)."""
         object.__setattr__(self, "status", IngestStatus(self.status))
+        object.__setattr__(self, "path", display_name(self.path))
+        for key in ("title", "error", "details"):
+            value = getattr(self, key)
+            if value:
+                object.__setattr__(self, key, printable_text(value))
 
     def as_json(self) -> dict:
         """The CLI's JSON shape."""

@@ -22,6 +22,7 @@ from typing import Any
 from rag_core.core.config import Settings
 from rag_core.core.errors import FolderNotLinked
 from rag_core.core.files import write_atomic
+from rag_core.core.names import display_name
 from rag_core.core.safe_files import read_json
 from rag_core.ingest.folder_confine import FolderPin, pin
 from rag_core.service.conversations import lock_for
@@ -65,8 +66,8 @@ class LinkedFolder:
 
     @property
     def name(self) -> str:
-        """The folder's own name, for sentences ("Reports")."""
-        return Path(self.path).name or self.path
+        """The folder's own name, for sentences ("Reports"; `display_name`: as it can be shown)."""
+        return display_name(Path(self.path).name or self.path)
 
 
 def folder_key(path: str | Path) -> str:

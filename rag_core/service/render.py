@@ -16,6 +16,7 @@ from rag_core.core.formats import location_label as location_label  # "slide 3 â
 from rag_core.core.formats import page_name as page_name  # "page 3", "slide 3"
 from rag_core.core.formats import pages_label as pages_label  # "3 pages", "12 slides"
 from rag_core.core.models import Answer, Chunk, DocKind
+from rag_core.core.names import printable_text
 from rag_core.core.text import plural as plural  # for the pages: "1 page", "3 passages"
 from rag_core.core.text import sentences
 from rag_core.ingest.originals import KINDS_KEPT
@@ -62,8 +63,9 @@ def defuse_autolinks(text: str) -> str:
 
 
 def escape_markdown(text: str, keep_newlines: bool = False) -> str:
-    """Untrusted text -> Markdown that renders as exactly that text (inert: no links, images, HTML, formatting)."""
-    text = defuse_autolinks(_CONTROL.sub("", text or ""))
+    """Untrusted text -> Markdown that renders as exactly that text (inert: no links, images, HTML, formatting); a
+    file name's bytes that are not UTF-8 show as U+FFFD (`printable_text`)."""
+    text = defuse_autolinks(_CONTROL.sub("", printable_text(text or "")))
     if keep_newlines:
         paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text)]
         text = "\n\n".join(p for p in paragraphs if p)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rag_core.core.config import Settings
+from rag_core.core.names import printable_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from rag_core.core.models import DocumentInfo
@@ -29,7 +30,9 @@ _WHOLE_NUMBER_RE = re.compile(r"\s*\+?[0-9]{1,6}\s*")
 
 def terminal_text(text: str, newlines: bool = False) -> str:
     """`text` (from a document, a model or a file name) safe to print to a terminal: bidi and control characters
-    become U+FFFD, visibly; line breaks and tabs stay when `newlines`, else each becomes a space (one line)."""
+    become U+FFFD, visibly, as do a file name's bytes that are not UTF-8 (`printable_text`); line breaks and tabs stay
+    when `newlines`, else each becomes a space (one line)."""
+    text = printable_text(text)
     if newlines:
         text = _BREAK_RE.sub("\n", text)
     else:
@@ -43,8 +46,9 @@ def _escape(match: re.Match[str]) -> str:
 
 def json_text(payload: object, indent: int | None = 2) -> str:
     """`payload` as indented JSON that keeps every character exactly, with the ones a terminal would act on written
-    as \\uXXXX escapes (json.dumps writes bidi controls, DEL, C1 and U+2028/9 raw)."""
-    return _JSON_RE.sub(_escape, json.dumps(payload, ensure_ascii=False, indent=indent))
+    as \\uXXXX escapes (json.dumps writes bidi controls, DEL, C1 and U+2028/9 raw); always UTF-8: a file name's
+    bytes that are not UTF-8 are written as U+FFFD (`printable_text`)."""
+    return _JSON_RE.sub(_escape, printable_text(json.dumps(payload, ensure_ascii=False, indent=indent)))
 
 
 def k_value(text: str) -> int:

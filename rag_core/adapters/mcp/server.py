@@ -37,6 +37,7 @@ from rag_core.answer.grounding.citations import citation_json, source_url
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, LibraryBusy
 from rag_core.core.formats import accepted_kinds, location_label
+from rag_core.core.names import find_shown, printable_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from rag_core.core.models import Chunk, DocumentInfo, Passage
@@ -342,10 +343,10 @@ def _add_write_tools(server: MCPServer, settings: Settings, holder: LibraryHolde
         f"{accepted_kinds(extensions=True)} file. {where}"))
     def add_document(path: Annotated[str, Field(min_length=1, max_length=4096, description=(
             "Absolute path of the file, inside an allowed folder."))]) -> dict[str, Any]:
-        try:
-            real, data = read_confined(path, allow_dirs, settings)
+        try:  # a file name that is not UTF-8 comes back as it was shown (with U+FFFD)
+            real, data = read_confined(find_shown(path), allow_dirs, settings)
         except DocChatError as e:
-            raise ToolError(_sentence(e)) from e
+            raise ToolError(printable_text(_sentence(e))) from e
         with holder.use() as lib:
             r = lib.ingest_bytes(data, real.name, label=str(real))
         if r.status == "failed":

@@ -32,6 +32,7 @@ from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, EmptyFile, FileTooLarge, NotARegularFile, UnsupportedFileType
 from rag_core.core.formats import ACCEPTED_EXTENSIONS, format_for_name
 from rag_core.core.models import DocKind, Document, Progress, SourceMeta
+from rag_core.core.names import display_name
 from rag_core.core.safe_files import describe_mode, read_up_to
 from rag_core.ingest.loaders._common import Extracted, doc_id_for, with_article
 
@@ -116,7 +117,9 @@ def load_bytes(data: bytes, file_name: str, settings: Settings, deadline: Deadli
                progress: Progress | None = None) -> Document:
     """Load an uploaded file's bytes into a Document, or raise an IngestError with a friendly message (IngestTimedOut
     once `deadline` has passed: every format but plain text is read in a child process stopped at it); `progress`
-    gets ("ocr", page, pages) while scanned pages or images are read (rag_core.ingest.loaders.ocr)."""
+    gets ("ocr", page, pages) while scanned pages or images are read (rag_core.ingest.loaders.ocr). `file_name` is
+    stored, shown and quoted as its `display_name` (bytes that are not UTF-8 and control characters as U+FFFD)."""
+    file_name = display_name(file_name)
     check_size(file_name, len(data), settings)
     if not data or data.isspace():
         raise EmptyFile(file_name)

@@ -38,6 +38,7 @@ from rag_core.ingest.loaders._pdf_layout import (
     page_paragraphs,
     split_columns,
 )
+from rag_core.ingest.loaders._pdf_title import page_one_title
 from rag_core.ingest.loaders.ocr import (
     MIN_LETTERS,
     OcrOptions,
@@ -181,8 +182,10 @@ def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: 
     if not heads:
         stack = HeadingStack()
         heads = [(offset, stack.push(level, label)) for offset, level, label in font_heads]
-    title = choose_title(file_name, (doc.metadata or {}).get("title") or "", heading=_first_page_heading(
-        heads, page_starts[1] if len(page_starts) > 1 else len(text), scanned=0 in reader.pages))
+    heading = _first_page_heading(heads, page_starts[1] if len(page_starts) > 1 else len(text), 0 in reader.pages)
+    if 0 not in reader.pages:  # not a running header nor "Contents"; else what page 1 states in its largest type
+        heading = page_one_title(doc, heading, file_name)
+    title = choose_title(file_name, (doc.metadata or {}).get("title") or "", heading=heading)
     hidden = tuple(run for page in pages for run in page.hidden)[:_MAX_HIDDEN]
     if hidden:
         log.info("%s: %d runs of invisible text (white or tiny)", file_name, len(hidden))
