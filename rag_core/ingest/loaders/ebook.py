@@ -27,6 +27,7 @@ from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, IngestError, NoText, TooManyPassages, UnsupportedFileType
 from rag_core.core.models import Progress
 from rag_core.ingest.chunking import MAX_PASSAGES
+from rag_core.ingest.loaders._archive import check_inflated
 from rag_core.ingest.loaders._blocks import Block, BlockKind
 from rag_core.ingest.loaders._common import Extracted, build_sections, check_zip, choose_title, collapse_ws
 from rag_core.ingest.loaders._html_text import blocks_of, tag_of
@@ -91,6 +92,7 @@ def read_epub(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
               progress: Progress | None = None) -> Extracted:
     """`load_epub` in this process, checking `deadline` between and inside chapters."""
     check_epub_zip(data, file_name, settings)
+    check_inflated(data, file_name, settings.max_docx_uncompressed_mb, _WHAT, deadline)
     max_chars = MAX_PASSAGES * settings.chunk_tokens * _CHARS_PER_TOKEN
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
