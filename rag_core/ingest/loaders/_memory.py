@@ -23,6 +23,8 @@ try:  # a development dependency; the fallbacks below do without it
     import psutil
 except ImportError:  # pragma: no cover - installed wherever the tests run
     psutil = None
+_ERRORS: tuple[type[Exception], ...] = (OSError, ValueError, IndexError, subprocess.SubprocessError,
+                                        *((psutil.Error,) if psutil is not None else ()))
 
 
 def resident_bytes(pid: int) -> int | None:
@@ -37,9 +39,7 @@ def resident_bytes(pid: int) -> int | None:
                 return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         out = subprocess.run(["ps", "-o", "rss=", "-p", str(pid)], capture_output=True, timeout=5, check=False)
         return int(out.stdout.strip()) * 1024 if out.stdout.strip() else None
-    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
-        return None
-    except Exception as e:  # psutil.NoSuchProcess / AccessDenied: the child has ended or cannot be looked at
+    except _ERRORS as e:  # the child has ended (psutil.NoSuchProcess), or cannot be looked at
         log.debug("memory of process %d not readable: %s", pid, e)
         return None
 

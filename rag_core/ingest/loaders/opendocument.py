@@ -26,8 +26,8 @@ from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, EncryptedFile, NoText, TooManyPassages, UnsupportedFileType
 from rag_core.core.models import Progress
 from rag_core.ingest.chunking import MAX_PASSAGES
-from rag_core.ingest.loaders._blocks import Assembled, Block, BlockKind, assemble
 from rag_core.ingest.loaders._archive import check_inflated
+from rag_core.ingest.loaders._blocks import Assembled, Block, BlockKind, assemble
 from rag_core.ingest.loaders._common import (
     Extracted,
     build_sections,

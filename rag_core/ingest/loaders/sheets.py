@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import charset_normalizer
-import openpyxl
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.exceptions import InvalidFileException
 
@@ -38,11 +37,11 @@ from rag_core.ingest.loaders._blocks import Block, BlockKind, assemble
 from rag_core.ingest.loaders._common import Extracted, build_sections, check_zip, choose_title, collapse_ws, file_stem
 from rag_core.ingest.loaders._isolated import run_isolated
 from rag_core.ingest.loaders._tables import block_budget, cell_text, header_blocks, row_line
+from rag_core.ingest.loaders._xlsx_strings import MAX_CELL_CHARS, open_workbook
 
 log = logging.getLogger(__name__)
 
 MAX_COLUMNS = 50  # columns read per sheet (A to AX); a wider row would not fit a passage with its header
-MAX_CELL_CHARS = 32_767  # Excel's own limit on a cell's text: a longer shared string was not written by Excel
 MAX_TEXT_CHARS = 20_000_000  # text read from one file: about as much as chunking accepts (MAX_PASSAGES passages)
 _CHECK_EVERY = 512  # rows between two deadline checks
 _MAX_LISTED = 20  # hidden or left-out sheets named one by one in the notes
@@ -96,7 +95,7 @@ def read_xlsx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # openpyxl warns about every extension it does not read (data validation…)
         try:
-            wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
+            wb = open_workbook(io.BytesIO(data), deadline)  # openpyxl's, its shared strings kept compact
         except _XLSX_ERRORS as e:
             raise CorruptFile(file_name, "the Excel workbook could not be opened") from e
         try:
