@@ -58,8 +58,10 @@ def _rewrite(base: bytes, member: str, parts: Iterator[bytes],
     return out.getvalue()
 
 
-def _paragraphs(open_tag: str, close_tag: str, mb: float) -> Iterator[bytes]:
-    pool = [s.encode() for s in sentences(4096)]
+def _paragraphs(open_tag: str, close_tag: str, mb: float, varied: bool = True) -> Iterator[bytes]:
+    """`mb` MB of paragraphs of three sentences each: varied (prose-like, ~3:1 packed), or one paragraph again and
+    again (packs ~1000:1, as a zip bomb does)."""
+    pool = [s.encode() for s in sentences(4096 if varied else 1)] * (1 if varied else 4096)
     return _repeat(lambda i: (open_tag + "%s" + close_tag).encode() % b" ".join(pool[(i + k) % 4096] for k in range(3)),
                    mb)
 
@@ -75,10 +77,10 @@ def _docx_base() -> bytes:
 _W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
 
 
-def docx_body(mb: float) -> Iterator[bytes]:
+def docx_body(mb: float, varied: bool = True) -> Iterator[bytes]:
     """A word/document.xml of about `mb` MB of ordinary paragraphs."""
     yield f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document {_W}><w:body>'.encode()
-    yield from _paragraphs("<w:p><w:r><w:t>", "</w:t></w:r></w:p>", mb)
+    yield from _paragraphs("<w:p><w:r><w:t>", "</w:t></w:r></w:p>", mb, varied)
     yield b"</w:body></w:document>"
 
 
@@ -95,14 +97,14 @@ def _pptx_base() -> bytes:
     return buf.getvalue()
 
 
-def _slide(mb: float) -> Iterator[bytes]:
+def _slide(mb: float, varied: bool = True) -> Iterator[bytes]:
     a = 'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"'
     p = 'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"'
     yield (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><p:sld {a} {p}><p:cSld><p:spTree>'
            '<p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>'
            '<p:sp><p:nvSpPr><p:cNvPr id="2" name="Text"/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr><p:spPr/>'
            '<p:txBody><a:bodyPr/>').encode()
-    yield from _paragraphs("<a:p><a:r><a:t>", "</a:t></a:r></a:p>", mb)
+    yield from _paragraphs("<a:p><a:r><a:t>", "</a:t></a:r></a:p>", mb, varied)
     yield b"</p:txBody></p:sp></p:spTree></p:cSld></p:sld>"
 
 
@@ -120,9 +122,9 @@ _OPF = (b'<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" ver
         b'<spine><itemref idref="c1"/></spine></package>')
 
 
-def _chapter(mb: float) -> Iterator[bytes]:
+def _chapter(mb: float, varied: bool = True) -> Iterator[bytes]:
     yield b'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>1</title></head><body>'
-    yield from _paragraphs("<p>", "</p>", mb)
+    yield from _paragraphs("<p>", "</p>", mb, varied)
     yield b"</body></html>"
 
 
@@ -142,9 +144,9 @@ def big_epub(mb: float) -> bytes:
 
 
 # --------------------------------------------------------------------------- raw ZIP writing (headers that lie)
-def _deflate(parts: Iterator[bytes]) -> tuple[bytes, int, int]:
+def _deflate(parts: Iterator[bytes], level: int = 9) -> tuple[bytes, int, int]:
     """(raw deflate stream, CRC-32, real size) of `parts`."""
-    z = zlib.compressobj(9, zlib.DEFLATED, -15)
+    z = zlib.compressobj(level, zlib.DEFLATED, -15)
     out, crc, size = [], 0, 0
     for part in parts:
         out.append(z.compress(part))
@@ -189,12 +191,12 @@ def lying_archive(kind: str, mb: float) -> bytes:
     """A docx, pptx or epub whose main member's headers declare 4,000 bytes but whose stream gives `mb` MB."""
     if kind == "epub":
         members = [(n, *_deflate(p)) for n, p in epub_members(iter([b""]))][:-1]
-        main, body = "OEBPS/c1.xhtml", _chapter(mb)
+        main, body = "OEBPS/c1.xhtml", _chapter(mb, varied=False)
         plain = [(n, s, 8, c, size) for n, s, c, size in members]
     else:
         base, main = (_docx_base(), "word/document.xml") if kind == "docx" else (_pptx_base(), "ppt/slides/slide1.xml")
-        plain, body = _members_of(base, main), (docx_body(mb) if kind == "docx" else _slide(mb))
-    stored, crc, _ = _deflate(body)
+        plain, body = _members_of(base, main), (docx_body(mb, False) if kind == "docx" else _slide(mb, False))
+    stored, crc, _ = _deflate(body, 6)
     return raw_zip([*plain, (main, stored, 8, crc, LIE)])
 
 
