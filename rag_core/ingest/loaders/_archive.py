@@ -39,13 +39,16 @@ def _central_directory(data: bytes) -> tuple[int, int] | None:
     if end < 0 or end + 22 > len(data):
         return None
     size, offset = struct.unpack_from("<II", data, end + 12)
-    locator = end - 20
-    if (size == 0xFFFFFFFF or offset == 0xFFFFFFFF) and locator >= 0 and data[locator:locator + 4] == _EOCD64_LOCATOR:
+    cd_end, locator = end, end - 20
+    if locator >= 0 and data[locator:locator + 4] == _EOCD64_LOCATOR:  # ZIP64: its end record comes first
         (record,) = struct.unpack_from("<Q", data, locator + 8)
+        record += max(0, locator - 56 - record)  # as below: shifted by any data before the archive
         if record + 56 <= len(data) and data[record:record + 4] == b"PK\x06\x06":
-            size, offset = struct.unpack_from("<QQ", data, record + 40)
+            cd_end = record
+            if size == 0xFFFFFFFF or offset == 0xFFFFFFFF:
+                size, offset = struct.unpack_from("<QQ", data, record + 40)
     # Data before the archive (a self-extractor stub) shifts every offset; zipfile corrects it the same way.
-    offset += max(0, end - size - offset)
+    offset += max(0, cd_end - size - offset)
     return offset, size
 
 
