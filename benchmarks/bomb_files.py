@@ -88,6 +88,16 @@ def big_docx(mb: float) -> bytes:
     return _rewrite(_docx_base(), "word/document.xml", docx_body(mb))
 
 
+def tiny_runs_docx(mb: float) -> bytes:
+    """A Word document of `mb` MB of one-letter runs: a few bytes of XML each, but an element of memory each."""
+    def body() -> Iterator[bytes]:
+        yield f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document {_W}><w:body>'.encode()
+        yield from _repeat(lambda i: b"<w:p>" + b"<w:r><w:t>x</w:t></w:r>" * 100 + b"</w:p>", mb)
+        yield b"</w:body></w:document>"
+
+    return _rewrite(_docx_base(), "word/document.xml", body())
+
+
 def _pptx_base() -> bytes:
     prs = Presentation()
     slide = prs.slides.add_slide(prs.slide_layouts[5])

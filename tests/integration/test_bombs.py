@@ -65,8 +65,8 @@ def one_sentence(out: dict, name: str) -> str:
 
 
 def test_a_reader_past_its_memory_ceiling_is_stopped_in_one_sentence(tmp_path):
-    """40 MB of ordinary paragraphs parse into far more than 256 MB of tree: the watchdog stops the reader there."""
-    out = read_fresh(tmp_path, bomb_files.big_docx(40), "long.docx", reader_memory_mb=256)
+    """40 MB of one-letter runs parse into far more than 256 MB of tree: the watchdog stops the reader there."""
+    out = read_fresh(tmp_path, bomb_files.tiny_runs_docx(40), "long.docx", reader_memory_mb=256)
     assert out.get("error") == "ReaderOutOfMemory", out
     message = one_sentence(out, "long.docx")
     assert "too large to read" in message and "256 MB of memory" in message
@@ -76,7 +76,7 @@ def test_a_reader_past_its_memory_ceiling_is_stopped_in_one_sentence(tmp_path):
 
 
 def test_the_same_document_is_read_under_the_default_ceiling(tmp_path):
-    """The ceiling is what stopped it above: 4 MB of paragraphs are read whole."""
+    """Ordinary paragraphs are read whole under the default ceiling, in a fraction of it."""
     out = read_fresh(tmp_path, bomb_files.big_docx(4), "long.docx")
     assert "error" not in out, out
     assert out["text"].startswith(bomb_files.sentences(1)[0]) and "(4095)." in out["text"]
