@@ -62,8 +62,11 @@ def _paragraphs(open_tag: str, close_tag: str, mb: float, varied: bool = True) -
     """`mb` MB of paragraphs of three sentences each: varied (prose-like, ~3:1 packed), or one paragraph again and
     again (packs ~1000:1, as a zip bomb does)."""
     pool = [s.encode() for s in sentences(4096 if varied else 1)] * (1 if varied else 4096)
-    return _repeat(lambda i: (open_tag + "%s" + close_tag).encode() % b" ".join(pool[(i + k) % 4096] for k in range(3)),
-                   mb)
+    para = (open_tag + "%s" + close_tag).encode()
+    if not varied:  # pieces of 64 KB, all the same
+        block = para % pool[0] * (65_536 // len(para % pool[0]))
+        return _repeat(lambda i: block, mb)
+    return _repeat(lambda i: para % b" ".join(pool[(i + k) % 4096] for k in range(3)), mb)
 
 
 def _docx_base() -> bytes:
@@ -206,8 +209,24 @@ def lying_archive(kind: str, mb: float) -> bytes:
     else:
         base, main = (_docx_base(), "word/document.xml") if kind == "docx" else (_pptx_base(), "ppt/slides/slide1.xml")
         plain, body = _members_of(base, main), (docx_body(mb, False) if kind == "docx" else _slide(mb, False))
-    stored, crc, _ = _deflate(body, 6)
+    stored, crc = _deflate_fast(body)
     return raw_zip([*plain, (main, stored, 8, crc, LIE)])
+
+
+def _deflate_fast(parts: Iterator[bytes]) -> tuple[bytes, int]:
+    """(raw deflate stream, CRC-32) of `parts`, each distinct part compressed once: every part is flushed whole
+    (Z_FULL_FLUSH: no reference reaches into the part before), so a repeated part's bytes are simply repeated."""
+    done: dict[bytes, bytes] = {}
+    out, crc = [], 0
+    for part in parts:
+        if part not in done:
+            z = zlib.compressobj(6, zlib.DEFLATED, -15)
+            done[part] = z.compress(part) + z.flush(zlib.Z_FULL_FLUSH)
+        out.append(done[part])
+        crc = zlib.crc32(part, crc)
+    z = zlib.compressobj(6, zlib.DEFLATED, -15)
+    out.append(z.flush(zlib.Z_FINISH))  # the final (empty) block
+    return b"".join(out), crc
 
 
 def many_members_docx(members: int) -> bytes:
