@@ -92,7 +92,7 @@ def read_shared_strings(source: IO[bytes], deadline: Deadline | None = None) -> 
     return strings.finish()
 
 
-class _CompactReader(ExcelReader):  # type: ignore[misc]  # openpyxl has no type hints
+class _CompactReader(ExcelReader):
     """openpyxl's workbook reader, its shared strings read by `read_shared_strings`."""
 
     def __init__(self, source: IO[bytes], deadline: Deadline | None) -> None:
