@@ -165,3 +165,12 @@ def test_a_280_mb_word_body_ends_within_60_s_and_1_5_gb(tmp_path):
     one_sentence(out, "paragraphs.docx")
     assert out["seconds"] < 60 + 2
     assert out["child_mb"] < 1536 and out["self_mb"] < 1536
+
+
+def test_an_e_book_chapter_longer_than_the_passage_cap_stops_while_it_is_read(tmp_path):
+    """One 12 MB chapter with passages of 32 tokens (a cap of 6.4 million characters): refused once its text passes
+    the cap, inside the chapter, not after reading all of it."""
+    out = read_fresh(tmp_path, bomb_files.big_epub(12), "book.epub", chunk_tokens=32)
+    assert out.get("error") == "TooManyPassages", out
+    assert "more than 20,000 passages" in one_sentence(out, "book.epub")
+    assert out["seconds"] < 60

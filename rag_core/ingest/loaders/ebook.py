@@ -267,7 +267,8 @@ def _read_spine(zf: zipfile.ZipFile, package: Package, file_name: str, deadline:
         if progress is not None:
             progress("reading", n - 1, len(package.spine))
         entries = by_doc.get(member, [])
-        blocks, found = _chapter_blocks(zf, member, {e.fragment for e in entries if e.fragment}, file_name, deadline)
+        blocks, found = _chapter_blocks(zf, member, {e.fragment for e in entries if e.fragment}, file_name, deadline,
+                                        max_chars - length)
         if not blocks:
             continue
         chapter += 1
@@ -294,8 +295,8 @@ def _read_spine(zf: zipfile.ZipFile, package: Package, file_name: str, deadline:
     return "".join(parts), heads
 
 
-def _chapter_blocks(zf: zipfile.ZipFile, member: str, anchors: set[str], file_name: str,
-                    deadline: Deadline) -> tuple[list[Block], dict[str, int]]:
+def _chapter_blocks(zf: zipfile.ZipFile, member: str, anchors: set[str], file_name: str, deadline: Deadline,
+                    max_chars: int) -> tuple[list[Block], dict[str, int]]:
     """The blocks of one spine document (none when it is missing or unreadable: one bad chapter does not lose the
     book) and the block index of each anchor found."""
     try:
@@ -307,7 +308,7 @@ def _chapter_blocks(zf: zipfile.ZipFile, member: str, anchors: set[str], file_na
     if root is None:
         return [], {}
     body = next((el for el in root.iter() if tag_of(el) == "body"), root)
-    return blocks_of(body, deadline.check, frozenset(anchors))
+    return blocks_of(body, deadline.check, frozenset(anchors), max_chars)  # OverflowError past max_chars
 
 
 def _first_heading(blocks: list[Block]) -> str:
