@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks import bomb_files
-from rag_core.core.errors import CorruptFile
-from rag_core.ingest.loaders import _memory
+from rag_core.core.errors import CorruptFile, UnsupportedFileType
+from rag_core.ingest.loaders import _memory, sniff_kind
 from rag_core.ingest.loaders._archive import MAX_ZIP_MEMBERS, check_inflated, count_members
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,6 +123,8 @@ def test_an_archive_of_too_many_members_is_refused_before_zipfile_reads_them(tmp
     assert out.get("error") == "CorruptFile", out
     assert f"more than {MAX_ZIP_MEMBERS:,} files inside" in one_sentence(out, "members.docx")
     assert out["seconds"] < 5 and out["self_mb"] < 300
+    with pytest.raises(UnsupportedFileType, match="it is a ZIP archive of more than 20,000 files"):
+        sniff_kind(data, "archive.zip")  # not named as a document: refused as an archive, not as a damaged document
 
 
 def test_a_workbook_with_a_huge_shared_strings_table_is_read_as_rows_under_the_ceiling(tmp_path):

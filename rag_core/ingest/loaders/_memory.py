@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 log = logging.getLogger(__name__)
 
 POLL_S = 0.05  # seconds between two looks at the child's memory (a parser grows ~0.3 GB/s at most here: ~15 MB a poll)
+SLOW_POLL_S = 0.25  # the same when each look starts a `ps` process (macOS and other Unixes without psutil)
 MB = 1024 * 1024
 
 try:  # a development dependency; the fallbacks below do without it
     import psutil
 except ImportError:  # pragma: no cover - installed wherever the tests run
     psutil = None
+_QUICK = psutil is not None or sys.platform == "win32" or os.path.exists("/proc/self/statm")  # no `ps` needed
 _ERRORS: tuple[type[Exception], ...] = (OSError, ValueError, IndexError, subprocess.SubprocessError,
                                         *((psutil.Error,) if psutil is not None else ()))
 
@@ -102,7 +104,7 @@ class MemoryWatch:
                                 self.proc.pid, rss // MB, self.limit_bytes // MB)
                     self.proc.kill()
                     return
-            self._done.wait(POLL_S)
+            self._done.wait(POLL_S if _QUICK else SLOW_POLL_S)
 
 
 def watch_memory(proc: subprocess.Popen, limit_mb: int) -> MemoryWatch:
