@@ -64,6 +64,8 @@ class Settings(BaseSettings):
     """Largest unpacked size of a .docx (or .pptx, .xlsx, .epub, .odt…) in MB (zip-bomb guard)."""
     max_sheet_rows: Annotated[int, Interval(ge=100, le=500_000)] = Field(20_000, validation_alias="DOCCHAT_MAX_SHEET_ROWS")
     """Rows read from one spreadsheet or CSV file (all its sheets together); the text says where the rest was left out."""
+    reader_memory_mb: Annotated[int, Interval(ge=256, le=65_536)] = Field(1024, validation_alias="DOCCHAT_READER_MEMORY_MB")
+    """Memory one file's reader process may use in MB (checked several times a second); past it the reader is stopped and the file refused as too large to read."""
     ingest_timeout_s: Annotated[float, Interval(ge=1, le=86_400)] = Field(
         300.0, validation_alias="DOCCHAT_INGEST_TIMEOUT_S")
     """Seconds one file may take to index (read, split, embed, save); then it is stopped and the library left as it was."""

@@ -21,6 +21,7 @@ from rag_core.core.ingest_errors import (
     NotARegularFile,
     NoText,
     NoTextLayer,
+    ReaderOutOfMemory,
     ScanTooLong,
     TooManyPassages,
     UnsupportedFileType,
@@ -41,7 +42,7 @@ from rag_core.core.sync_errors import (
 
 __all__ = [  # every error, wherever it is defined
     "DocChatError", "SettingsError", "IngestError", "UnsupportedFileType", "EmptyFile", "FileTooLarge",
-    "NotARegularFile", "TooManyPassages", "IngestTimedOut", "ScanTooLong", "IngestCancelled", "EncryptedFile",
+    "NotARegularFile", "TooManyPassages", "ReaderOutOfMemory", "IngestTimedOut", "ScanTooLong", "IngestCancelled", "EncryptedFile",
     "CorruptFile", "NoTextLayer", "NoText", "EmbeddingModelMismatch", "LibraryBusy", "LibraryUpgradeFailed",
     "StoreUnavailable", "StorageError", "DiskFull", "DocumentNotFound", "ConversationUnreadable", "LLMError",
     "OllamaUnavailable", "WrongServer", "ModelNotPulled", "LLMTimeout", "StreamInterrupted", "LimitReached", "WikipediaError",

@@ -60,6 +60,20 @@ class TooManyPassages(IngestError):
         )
 
 
+class ReaderOutOfMemory(IngestError):
+    """The file's reader process used more memory than DOCCHAT_READER_MEMORY_MB and was stopped."""
+
+    def __init__(self, file_name: str, limit_mb: int) -> None:
+        super().__init__(
+            file_name,
+            f"the file is too large to read (reading it needed more than {limit_mb:,} MB of memory), so it was "
+            "stopped and your library was left as it was;",
+            "split it into smaller files and add those.",
+            f"The limit is the setting DOCCHAT_READER_MEMORY_MB (now {limit_mb}).",
+        )
+        self.limit_mb = limit_mb
+
+
 class IngestTimedOut(IngestError):
     """The file ran past DOCCHAT_INGEST_TIMEOUT_S (or was projected to) and was stopped with nothing stored."""
 

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = {
     "data_dir": "/srv/docchat", "qdrant_url": "http://qdrant:6333", "qdrant_api_key": "qk", "collection": "c2",
     "embedding_model": "/models/minilm", "chunk_tokens": "128", "max_upload_mb": "20",
-    "max_docx_uncompressed_mb": "30", "max_sheet_rows": "5000", "ollama_host": "http://ollama:11434", "ollama_model": "qwen2.5:3b",
+    "max_docx_uncompressed_mb": "30", "max_sheet_rows": "5000", "reader_memory_mb": "2048", "ollama_host": "http://ollama:11434", "ollama_model": "qwen2.5:3b",
     "ollama_api_key": "ok", "chat_model": "openai:qwen2.5-7b-instruct", "openai_base_url": "http://localhost:1234/v1",
     "openai_api_key": "sk-local", "llm_timeout_s": "12.5", "temperature": "0.7", "top_k": "7", "min_relevance": "0.4",
     "history_tokens": "500", "max_context_tokens": "4096", "answer_tokens": "512", "summary_max_calls": "5", "mode": "demo",
@@ -59,9 +59,10 @@ def test_the_environment_variable_names_are_unchanged():
     assert ENV_VARS["DOCCHAT_TOP_K"] == "top_k" and ENV_VARS["OLLAMA_HOST"] == "ollama_host"
     assert ENV_VARS["QDRANT_URL"] == "qdrant_url" and ENV_VARS["DOCCHAT_NUM_CTX_MAX"] == "max_context_tokens"
     assert ENV_VARS["DOCCHAT_MAX_DOCX_UNPACKED_MB"] == "max_docx_uncompressed_mb"
+    assert ENV_VARS["DOCCHAT_READER_MEMORY_MB"] == "reader_memory_mb"
     assert ENV_VARS["DOCCHAT_DEMO_IDLE_MINUTES"] == "demo_session_idle_minutes"
     assert ENV_VARS["DOCCHAT_CHAT_MODEL"] == "chat_model" and ENV_VARS["OPENAI_BASE_URL"] == "openai_base_url"
-    assert len(ENV_VARS) == len(Settings.model_fields) == 52
+    assert len(ENV_VARS) == len(Settings.model_fields) == 53
 
 
 def test_the_chat_model_names_its_provider_and_ollama_stays_the_default():

@@ -28,7 +28,9 @@ PRODUCT = sorted([ROOT / "app.py", *(ROOT / "rag_core").rglob("*.py"), *(ROOT / 
 WAIT_S = 60
 MAX_LINES = 400
 # Allowed over the limit for now, with the reason (remove an entry once its module is back under it).
-LONG_FOR_NOW: dict[str, str] = {}
+LONG_FOR_NOW: dict[str, str] = {
+    "rag_core/core/config.py": "one field per setting, each with its bounds and description (issue 47: reader memory)",
+}
 
 
 # -- the lock ------------------------------------------------------------------------------------------------------

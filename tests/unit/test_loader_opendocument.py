@@ -303,8 +303,8 @@ def test_sizes_that_lie_about_the_unpacked_content_are_caught() -> None:
             start = at + 4
     with pytest.raises(CorruptFile) as e:
         read("lie.odt", bytes(data))
-    _one_sentence(e, "lie.odt")
-    assert isinstance(e.value.__cause__, zipfile.BadZipFile)  # zipfile stops at the size it was told: a bad CRC
+    # the real inflated size is counted (rag_core.ingest.loaders._archive), before zipfile trusts the header's
+    assert "content.xml, is not the size its header says" in _one_sentence(e, "lie.odt")
 
 
 def test_password_protected_document_says_so() -> None:

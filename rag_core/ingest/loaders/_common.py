@@ -14,6 +14,7 @@ from typing import NamedTuple
 from rag_core.core.config import Settings
 from rag_core.core.errors import CorruptFile
 from rag_core.core.models import Section
+from rag_core.ingest.loaders._archive import check_members
 
 log = logging.getLogger(__name__)
 _MB = 1024 * 1024
@@ -40,7 +41,10 @@ class Extracted(NamedTuple):
 def check_zip(data: bytes, file_name: str, settings: Settings, required_member: str, what: str) -> list[str]:
     """The member names of a zip-based document (pptx, xlsx, epub, odt…), checked without unpacking anything:
     CorruptFile (one sentence naming `what`, e.g. "PowerPoint file") when the ZIP container is broken, when it would
-    unpack to more than settings.max_docx_uncompressed_mb (a zip bomb), or when `required_member` is missing."""
+    unpack to more than settings.max_docx_uncompressed_mb (a zip bomb), when it holds more members than a document
+    has (rag_core.ingest.loaders._archive, checked before zipfile reads them), or when `required_member` is missing.
+    The sizes checked here are what the headers declare: the reader checks the real ones (`check_inflated`)."""
+    check_members(data, file_name, what)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             infos = zf.infolist()

@@ -49,10 +49,11 @@ def tag_of(el: etree._Element) -> str:
 
 
 def blocks_of(root: etree._Element, tick: Callable[[], None] = lambda: None,
-              anchors: frozenset[str] = frozenset()) -> tuple[list[Block], dict[str, int]]:
+              anchors: frozenset[str] = frozenset(), max_chars: int | None = None) -> tuple[list[Block], dict[str, int]]:
     """The blocks of text under `root` in document order, and for each id of `anchors` found there the index of the
-    first block at or after that element; `tick` is called every few thousand elements (it checks the deadline)."""
-    walker = _Walker(tick, anchors)
+    first block at or after that element; `tick` is called every few thousand elements (it checks the deadline), and
+    OverflowError is raised there once the blocks hold more than `max_chars` characters."""
+    walker = _Walker(tick, anchors, max_chars)
     walker.walk(root, 0)
     walker.flush()
     return walker.blocks, walker.found
@@ -61,15 +62,26 @@ def blocks_of(root: etree._Element, tick: Callable[[], None] = lambda: None,
 class _Walker:
     """Walks an element tree once, gathering inline text into paragraphs."""
 
-    def __init__(self, tick: Callable[[], None], anchors: frozenset[str]) -> None:
+    def __init__(self, tick: Callable[[], None], anchors: frozenset[str], max_chars: int | None = None) -> None:
         self.blocks: list[Block] = []
         self.found: dict[str, int] = {}
         self._anchors = anchors
         self._inline: list[str] = []
         self._tick = tick
+        self._max_chars = max_chars
         self._count = 0
+        self._chars = self._counted = 0  # characters in the first _counted blocks
         self._bullets: list[str] = []  # prefixes of the open list items, innermost last
         self._bullet_used: list[bool] = []
+
+    def _check_size(self) -> None:
+        """OverflowError once the blocks so far hold more than the walk's max_chars characters."""
+        if self._max_chars is None:
+            return
+        self._chars += sum(len(b.text) for b in self.blocks[self._counted:])
+        self._counted = len(self.blocks)
+        if self._chars > self._max_chars:
+            raise OverflowError(f"text longer than {self._max_chars} characters")
 
     def flush(self) -> None:
         """End the current paragraph (or list item) and store it."""
@@ -96,6 +108,7 @@ class _Walker:
         self._count += 1
         if not self._count % _DEADLINE_EVERY:
             self._tick()
+            self._check_size()
         tag = tag_of(el)
         if not tag or tag in SKIP_TAGS:
             return

@@ -25,9 +25,11 @@ import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
-from rag_core.core.errors import CorruptFile, DocChatError, IngestTimedOut
+from rag_core.core.errors import CorruptFile, DocChatError, IngestTimedOut, ReaderOutOfMemory
 from rag_core.core.models import Progress
+from rag_core.ingest.loaders._memory import watch_memory
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +114,10 @@ def _rebuild(cls: type[DocChatError], message: str, state: dict[str, Any], cause
 def run_isolated(func: Callable[..., T], args: tuple, deadline: Deadline, reader: str,
                  progress: Progress | None = None) -> T:
     """func(*args, deadline=...) in a child process; IngestTimedOut when it has not finished by the deadline (the
-    child is killed), CorruptFile when the child dies (`reader`, e.g. "PDF", names what crashed). With `progress`,
-    func also gets progress=..., whose reports reach `progress` (on a thread of this process) as they are made."""
+    child is killed), ReaderOutOfMemory when its resident memory passes the ceiling (reader_memory_mb of the Settings
+    among `args`, else its default; the child is killed), CorruptFile when the child dies (`reader`, e.g. "PDF",
+    names what crashed). With `progress`, func also gets progress=..., whose reports reach `progress` (on a thread of
+    this process) as they are made."""
     file_name = deadline.file_name
     deadline.check()
     left = deadline.left()
@@ -134,6 +138,9 @@ def run_isolated(func: Callable[..., T], args: tuple, deadline: Deadline, reader
         os.close(write_fd)  # the child holds the only write end: the relay ends when the child does
         relay = _relay(read_fd, progress)
     finished = _kill_on_cancel(proc, deadline)
+    memory_mb = next((a.reader_memory_mb for a in args if isinstance(a, Settings)),
+                     Settings.model_fields["reader_memory_mb"].default)
+    watch = watch_memory(proc, memory_mb)
     try:
         out, err = proc.communicate(request, timeout=None if left == math.inf else left + _GRACE_S)
     except subprocess.TimeoutExpired:
@@ -141,11 +148,15 @@ def run_isolated(func: Callable[..., T], args: tuple, deadline: Deadline, reader
         raise IngestTimedOut(file_name, deadline.seconds) from None
     finally:
         finished.set()
+        watch.stop()
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
         if relay is not None:
             relay.join(timeout=_GRACE_S)
+    log.debug("The %s reader of %s peaked at %d MB", reader, file_name, watch.peak_bytes >> 20)
+    if watch.exceeded:
+        raise ReaderOutOfMemory(file_name, memory_mb)
     if deadline.cancelled():
         deadline.check()  # IngestCancelled: the child was killed (or answered) as the job was cancelled
     if proc.returncode != 0 or not out:

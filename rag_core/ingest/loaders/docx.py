@@ -4,8 +4,10 @@ from __future__ import annotations
 import io
 import logging
 import re
+import weakref
 import zipfile
 from collections.abc import Iterator
+from typing import Any
 
 import docx
 from docx.opc.exceptions import OpcError
@@ -14,7 +16,9 @@ from lxml import etree
 
 from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
-from rag_core.core.errors import CorruptFile, NoText, UnsupportedFileType
+from rag_core.core.errors import CorruptFile, NoText, TooManyPassages, UnsupportedFileType
+from rag_core.ingest.chunking import MAX_PASSAGES
+from rag_core.ingest.loaders._archive import check_inflated, check_members
 from rag_core.ingest.loaders._common import (
     Extracted,
     HeadingStack,
@@ -45,10 +49,14 @@ _R, _RPR = _W + "r", _W + "rPr"
 _HIDDEN_HALF_POINTS = 3  # w:sz is in half-points: text of 1.5 pt or less cannot be read
 _MAX_HIDDEN = 2000  # hidden runs kept per document
 _MB = 1024 * 1024
+_STYLE_NAMES: weakref.WeakKeyDictionary[Any, dict[str | None, list[str]]] = weakref.WeakKeyDictionary()
+_CHARS_PER_TOKEN = 10  # as rag_core.ingest.chunking: a text longer than MAX_PASSAGES * budget * 10 cannot be indexed
 
 
 def check_docx_zip(data: bytes, file_name: str, settings: Settings) -> None:
-    """Refuse archives that would unpack to more than settings.max_docx_uncompressed_mb, without unpacking."""
+    """Refuse archives that would unpack to more than settings.max_docx_uncompressed_mb, or hold more members than
+    a document has, without unpacking (the real unpacked size is checked by `read_docx`, see _archive)."""
+    check_members(data, file_name, "Word document")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             infos = zf.infolist()
@@ -79,6 +87,7 @@ def load_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
 def read_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadline) -> Extracted:
     """`load_docx` in this process, checking `deadline` between blocks."""
     check_docx_zip(data, file_name, settings)
+    check_inflated(data, file_name, settings.max_docx_uncompressed_mb, "Word document", deadline)
     try:
         document = docx.Document(io.BytesIO(data))
     except ValueError as e:  # e.g. a macro-enabled document or a template: a different content type
@@ -94,9 +103,12 @@ def read_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
     length = 0
     prev_was_list = False
     first_title = first_heading = ""
+    max_chars = MAX_PASSAGES * settings.chunk_tokens * _CHARS_PER_TOKEN
     for i, (kind, text, level) in enumerate(_blocks(document)):
         if not i % 256:
             deadline.check()
+            if length > max_chars:  # more than chunking takes: refused now rather than after the whole body
+                raise TooManyPassages(file_name, MAX_PASSAGES)
         is_list = kind == "list"
         if parts:
             sep = "\n" if (is_list and prev_was_list) else "\n\n"
@@ -226,7 +238,16 @@ def _is_toc_sdt(sdt: etree._Element) -> bool:
 
 
 def _style_names(para: Paragraph) -> list[str]:
-    """The paragraph's style name and the names of the styles it is based on (lower case)."""
+    """The paragraph's style name and the names of the styles it is based on (lower case), looked up once per style
+    and document: python-docx scans every style to find the default one (7 ms a paragraph; 280 MB took hours)."""
+    known = _STYLE_NAMES.setdefault(para.part, {})
+    style_id = para._p.style
+    if style_id not in known:
+        known[style_id] = _look_up_style_names(para)
+    return known[style_id]
+
+
+def _look_up_style_names(para: Paragraph) -> list[str]:
     names: list[str] = []
     try:
         style = para.style

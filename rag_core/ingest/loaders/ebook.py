@@ -27,6 +27,7 @@ from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, IngestError, NoText, TooManyPassages, UnsupportedFileType
 from rag_core.core.models import Progress
 from rag_core.ingest.chunking import MAX_PASSAGES
+from rag_core.ingest.loaders._archive import check_inflated
 from rag_core.ingest.loaders._blocks import Block, BlockKind
 from rag_core.ingest.loaders._common import Extracted, build_sections, check_zip, choose_title, collapse_ws
 from rag_core.ingest.loaders._html_text import blocks_of, tag_of
@@ -91,6 +92,7 @@ def read_epub(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
               progress: Progress | None = None) -> Extracted:
     """`load_epub` in this process, checking `deadline` between and inside chapters."""
     check_epub_zip(data, file_name, settings)
+    check_inflated(data, file_name, settings.max_docx_uncompressed_mb, _WHAT, deadline)
     max_chars = MAX_PASSAGES * settings.chunk_tokens * _CHARS_PER_TOKEN
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -265,7 +267,8 @@ def _read_spine(zf: zipfile.ZipFile, package: Package, file_name: str, deadline:
         if progress is not None:
             progress("reading", n - 1, len(package.spine))
         entries = by_doc.get(member, [])
-        blocks, found = _chapter_blocks(zf, member, {e.fragment for e in entries if e.fragment}, file_name, deadline)
+        blocks, found = _chapter_blocks(zf, member, {e.fragment for e in entries if e.fragment}, file_name, deadline,
+                                        max_chars - length)
         if not blocks:
             continue
         chapter += 1
@@ -292,8 +295,8 @@ def _read_spine(zf: zipfile.ZipFile, package: Package, file_name: str, deadline:
     return "".join(parts), heads
 
 
-def _chapter_blocks(zf: zipfile.ZipFile, member: str, anchors: set[str], file_name: str,
-                    deadline: Deadline) -> tuple[list[Block], dict[str, int]]:
+def _chapter_blocks(zf: zipfile.ZipFile, member: str, anchors: set[str], file_name: str, deadline: Deadline,
+                    max_chars: int) -> tuple[list[Block], dict[str, int]]:
     """The blocks of one spine document (none when it is missing or unreadable: one bad chapter does not lose the
     book) and the block index of each anchor found."""
     try:
@@ -305,7 +308,7 @@ def _chapter_blocks(zf: zipfile.ZipFile, member: str, anchors: set[str], file_na
     if root is None:
         return [], {}
     body = next((el for el in root.iter() if tag_of(el) == "body"), root)
-    return blocks_of(body, deadline.check, frozenset(anchors))
+    return blocks_of(body, deadline.check, frozenset(anchors), max_chars)  # OverflowError past max_chars
 
 
 def _first_heading(blocks: list[Block]) -> str:

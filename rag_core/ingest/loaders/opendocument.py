@@ -26,6 +26,7 @@ from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, EncryptedFile, NoText, TooManyPassages, UnsupportedFileType
 from rag_core.core.models import Progress
 from rag_core.ingest.chunking import MAX_PASSAGES
+from rag_core.ingest.loaders._archive import check_inflated
 from rag_core.ingest.loaders._blocks import Assembled, Block, BlockKind, assemble
 from rag_core.ingest.loaders._common import (
     Extracted,
@@ -85,7 +86,8 @@ def odf_kind(data: bytes) -> str | None:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             names = set(zf.namelist())
             if "mimetype" in names and zf.getinfo("mimetype").file_size <= 256:
-                mimetype = zf.read("mimetype").decode("ascii", "replace").strip()
+                with zf.open("mimetype") as f:  # read(256): never more, whatever its header says
+                    mimetype = f.read(256).decode("ascii", "replace").strip()
                 return _MIMETYPES.get(mimetype)
             if "content.xml" in names:
                 with zf.open("content.xml") as f:
@@ -136,6 +138,7 @@ def read_odf(data: bytes, file_name: str, settings: Settings, deadline: Deadline
              progress: Progress | None = None) -> Extracted:
     """`load_odt` in this process, checking `deadline` between blocks, slides and rows."""
     check_odf_zip(data, file_name, settings)
+    check_inflated(data, file_name, settings.max_docx_uncompressed_mb, _WHAT, deadline)
     max_chars = MAX_PASSAGES * settings.chunk_tokens * _CHARS_PER_TOKEN
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import charset_normalizer
-import openpyxl
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.exceptions import InvalidFileException
 
@@ -33,10 +32,12 @@ from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, DocChatError, NoText
 from rag_core.core.models import Progress
+from rag_core.ingest.loaders._archive import check_inflated
 from rag_core.ingest.loaders._blocks import Block, BlockKind, assemble
 from rag_core.ingest.loaders._common import Extracted, build_sections, check_zip, choose_title, collapse_ws, file_stem
 from rag_core.ingest.loaders._isolated import run_isolated
 from rag_core.ingest.loaders._tables import block_budget, cell_text, header_blocks, row_line
+from rag_core.ingest.loaders._xlsx_strings import MAX_CELL_CHARS, open_workbook
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ def read_xlsx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
               progress: Progress | None = None) -> Extracted:
     """`load_xlsx` in this process, checking `deadline` every few hundred rows."""
     check_zip(data, file_name, settings, "xl/workbook.xml", "Excel workbook")
+    check_inflated(data, file_name, settings.max_docx_uncompressed_mb, "Excel workbook", deadline)
     limits = _Limits(settings.max_sheet_rows, settings.max_sheet_rows)
     budget = block_budget(settings.chunk_tokens)
     hidden: list[str] = []
@@ -93,7 +95,7 @@ def read_xlsx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # openpyxl warns about every extension it does not read (data validation…)
         try:
-            wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
+            wb = open_workbook(io.BytesIO(data), deadline)  # openpyxl's, its shared strings kept compact
         except _XLSX_ERRORS as e:
             raise CorruptFile(file_name, "the Excel workbook could not be opened") from e
         try:
@@ -157,7 +159,7 @@ def _cell(cell: Any) -> str:
         return value.isoformat()
     if isinstance(value, dt.time):
         return value.isoformat(timespec="minutes" if not value.second else "seconds")
-    return cell_text(str(value))
+    return cell_text(str(value)[:MAX_CELL_CHARS])
 
 
 # A number format's parts: "quoted text", \\x (an escaped character), _x / *x (padding), [brackets] (a colour, a
@@ -226,14 +228,16 @@ def load_csv(data: bytes, file_name: str, settings: Settings, deadline: Deadline
 def read_csv(data: bytes, file_name: str, settings: Settings, deadline: Deadline,
              progress: Progress | None = None) -> Extracted:
     """`load_csv` in this process: encoding (byte-order mark, UTF-8, else guessed) and dialect (delimiter and
-    quoting, guessed from the first 64 KB) detected, then the rows read, checking `deadline` every few hundred."""
-    text = decode_csv(data, file_name)
+    quoting, guessed from the first 64 KB) detected, then the rows read, checking `deadline` every few hundred. The
+    text is decoded as the rows are read, and reading stops at the row limit: a file is never decoded whole."""
+    text = io.TextIOWrapper(io.BytesIO(data), encoding=csv_encoding(data, file_name), errors="replace", newline="")
     deadline.check()
-    dialect = sniff_dialect(text, file_name)
+    dialect = sniff_dialect(text.read(_SNIFF_CHARS + 1), file_name)
+    text.seek(0)
     log.debug("%s: delimiter %r, quote %r", file_name, dialect.delimiter, dialect.quotechar)
     name = file_stem(file_name)
     limits = _Limits(settings.max_sheet_rows, settings.max_sheet_rows)
-    reader = csv.reader(io.StringIO(text, newline=""), dialect)
+    reader = csv.reader(text, dialect)
     line = [1]  # where the row being read starts
     try:
         rows = _collect(_csv_rows(reader, line), "this file", limits, deadline, progress)
@@ -254,25 +258,30 @@ def _csv_rows(reader: Any, line: list[int]) -> Iterator[tuple[list[str], bool]]:
         yield [cell_text(c) for c in row[:MAX_COLUMNS]], any(c.strip() for c in row[MAX_COLUMNS:])
 
 
-def decode_csv(data: bytes, file_name: str) -> str:
-    """The text of a CSV file: by its byte-order mark, else UTF-8, else the encoding charset-normalizer finds
-    (Windows-1252 when it finds none)."""
+def csv_encoding(data: bytes, file_name: str) -> str:
+    """The encoding of a CSV file: by its byte-order mark, else UTF-8 when it all decodes as such (checked in steps,
+    without a copy of the text), else the encoding charset-normalizer finds (Windows-1252 when it finds none)."""
     for bom, encoding in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF32_LE, "utf-32"),
                           (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
                           (codecs.BOM_UTF16_BE, "utf-16")):
         if data.startswith(bom):
-            return data.decode(encoding, errors="replace")
+            return encoding
+    utf8 = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
     try:
-        return data.decode("utf-8")
+        for start in range(0, len(data), _SNIFF_BYTES):
+            utf8.decode(view[start:start + _SNIFF_BYTES], final=start + _SNIFF_BYTES >= len(data))
+        return "utf-8"
     except UnicodeDecodeError:
         pass
     best = charset_normalizer.from_bytes(data[:_SNIFF_BYTES]).best()
     encoding = best.encoding if best is not None else "cp1252"
     log.info("%s is not UTF-8; decoding it as %s", file_name, encoding)
     try:
-        return data.decode(encoding, errors="replace")
+        codecs.lookup(encoding)
     except LookupError:
-        return data.decode("cp1252", errors="replace")
+        return "cp1252"
+    return encoding
 
 
 def sniff_dialect(text: str, file_name: str) -> type[csv.Dialect] | csv.Dialect:

@@ -26,6 +26,7 @@ from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, DocChatError, NoText
 from rag_core.core.models import Progress
+from rag_core.ingest.loaders._archive import check_inflated
 from rag_core.ingest.loaders._blocks import Block, BlockKind, assemble
 from rag_core.ingest.loaders._common import Extracted, build_sections, check_zip, choose_title, clean_text, collapse_ws
 from rag_core.ingest.loaders._isolated import run_isolated
@@ -55,6 +56,7 @@ def read_pptx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
               progress: Progress | None = None) -> Extracted:
     """`load_pptx` in this process, checking `deadline` between slides."""
     check_zip(data, file_name, settings, "ppt/presentation.xml", "PowerPoint file")
+    check_inflated(data, file_name, settings.max_docx_uncompressed_mb, "PowerPoint file", deadline)
     try:
         prs = Presentation(io.BytesIO(data))
         slides = list(prs.slides)
