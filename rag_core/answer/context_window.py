@@ -93,7 +93,7 @@ def fit(settings: Settings, window: int | None) -> Settings:
 
 _SIZE_RE = re.compile(r"exceeds? the available context|context[_ ]length[_ ]exceeded|exceed_context_size|"
                       r"maximum context length|greater than the context length|context window", re.IGNORECASE)
-_NAMED_RE = re.compile(r"maximum context length is (\d+)", re.IGNORECASE)
+_NAMED_RE = re.compile(r"(?:maximum context length is|available context size \()\s*(\d+)", re.IGNORECASE)
 
 
 def size_refusal(body: Any, message: str) -> tuple[bool, int | None]:

@@ -238,11 +238,11 @@ class ContextTooSmall(LLMError):
     detail: str
 
     def __init__(self, window: int | None, provider: str = "openai", detail: str = "") -> None:
-        size = f"is {window:,} tokens per request" if window else "is"
+        size = f"is {window:,} tokens per request, too small" if window else "is too small"
         fix = ("give the model a larger num_ctx in Ollama (or raise DOCCHAT_NUM_CTX_MAX)" if provider == "ollama" else
                "start llama-server with a larger -c (or fewer parallel slots -np), or load the model with a longer "
                "context in LM Studio or vLLM")
-        super().__init__(f"The model server's context window {size}, too small for this question with its sources; "
+        super().__init__(f"The model server's context window {size} for this question with its sources; "
                          f"{fix}, or ask about a smaller part.", window=window, provider=provider, detail=detail,
                          details=f"The model server said: {detail[:200]}" if detail else "")
 
