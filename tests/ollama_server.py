@@ -159,6 +159,7 @@ class OllamaServer(ScriptedServer):
                  token: str | None = None) -> None:
         super().__init__(models, default, token)
         self.pull = PullScript()
+        self.context_length = 131072  # what /api/show says of every model (model_info "llama.context_length")
 
 
 class _Handler(ScriptedHandler):
@@ -198,7 +199,7 @@ class _Handler(ScriptedHandler):
         self._send_json(200, {
             "modelfile": f"FROM {name}\n", "parameters": "stop \"<|eot_id|>\"", "template": "{{ .Prompt }}",
             "details": _model_entry(name)["details"],
-            "model_info": {"general.architecture": "llama", "llama.context_length": 131072},
+            "model_info": {"general.architecture": "llama", "llama.context_length": self.owner.context_length},
             "capabilities": ["completion", "tools"], "modified_at": "2026-11-01T10:00:00Z"})
 
     def _chat(self, body: dict) -> None:

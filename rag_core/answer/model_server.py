@@ -11,9 +11,11 @@ from typing import Any
 import httpx
 import ollama
 
+from rag_core.answer.context_window import size_refusal
 from rag_core.answer.server_status import CONNECT_TIMEOUT_S, STATUS_TIMEOUT_S, OllamaStatus, unreachable
 from rag_core.core.config import Settings
 from rag_core.core.errors import (
+    ContextTooSmall,
     LLMError,
     LLMTimeout,
     ModelNotPulled,
@@ -63,6 +65,9 @@ def translate_error(exc: BaseException, settings: Settings, model: str | None = 
             return ModelNotPulled(model or settings.ollama_model)
         if exc.status_code in (401, 403):
             return OllamaRefused(settings.ollama_host, exc.status_code)
+        refused, window = size_refusal(None, str(exc.error))
+        if refused:  # Ollama itself cuts a long prompt silently; a proxy in front of it may refuse instead
+            return ContextTooSmall(window, "ollama", str(exc.error))
         return OllamaFailed(str(exc.error))
     if isinstance(exc, httpx.TransportError):  # ReadError, RemoteProtocolError: the connection dropped
         return StreamInterrupted()

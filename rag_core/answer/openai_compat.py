@@ -12,9 +12,11 @@ from typing import Any
 import httpx
 import openai
 
+from rag_core.answer.context_window import size_refusal
 from rag_core.answer.server_status import CONNECT_TIMEOUT_S, STATUS_TIMEOUT_S, OllamaStatus, unreachable
 from rag_core.core.config import Settings
 from rag_core.core.errors import (
+    ContextTooSmall,
     LLMError,
     LLMTimeout,
     ModelNotPulled,
@@ -60,6 +62,9 @@ def translate_openai_error(exc: BaseException, settings: Settings, model: str | 
             return ModelNotPulled(name, "openai")
         return WrongServer(host, "openai", "“not found” (HTTP 404) for /chat/completions")
     if isinstance(exc, openai.APIStatusError):
+        refused, window = size_refusal(exc.body, _message(exc))
+        if refused:  # llama.cpp: HTTP 400 exceed_context_size_error; OpenAI, vLLM: context_length_exceeded
+            return ContextTooSmall(window, "openai", _message(exc))
         return OllamaFailed(f"HTTP {exc.status_code}: {_message(exc)}", SERVER)
     if isinstance(exc, (openai.APIResponseValidationError, ValueError)):  # a web page, not the API's JSON
         return WrongServer(host, "openai")

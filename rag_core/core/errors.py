@@ -46,7 +46,7 @@ __all__ = [  # every error, wherever it is defined
     "CorruptFile", "NoTextLayer", "NoText", "EmbeddingModelMismatch", "LibraryBusy", "LibraryUpgradeFailed",
     "StoreUnavailable", "StorageError", "DiskFull", "DocumentNotFound", "ConversationUnreadable", "LLMError",
     "OllamaUnavailable", "WrongServer", "ModelNotPulled", "LLMTimeout", "StreamInterrupted", "LimitReached", "WikipediaError",
-    "OllamaRefused", "OllamaFailed", "ModelPullFailed", "WikipediaBadLanguage", "WikipediaBadTitle",
+    "OllamaRefused", "OllamaFailed", "ContextTooSmall", "ModelPullFailed", "WikipediaBadLanguage", "WikipediaBadTitle",
     "WikipediaPageMissing", "WikipediaUnreachable", "WikipediaTimeout", "WikipediaRateLimited",
     "WikipediaServerError", "WikipediaRequestRejected", "WikipediaBadResponse", "WikipediaTooSlow",
     "WikipediaResponseTooLarge", "WikipediaAPIError", "SampleReadOnly", "DemoTrouble", "ImageTooLarge",
@@ -230,6 +230,24 @@ class OllamaFailed(LLMError):
         name = server[:1].upper() + server[1:]  # "Ollama", "The model server"
         super().__init__(f"{name} reported a problem. Try again; if it keeps happening, restart {server}.",
                          detail=detail, server=server, details=f"{name} said: {detail[:200]}")
+
+
+class ContextTooSmall(LLMError):
+    """The model server refused a request for its size: longer than its context window (`window` tokens per
+    request, when known), even after DocChat sent a smaller one."""
+
+    window: int | None
+    provider: str
+    detail: str
+
+    def __init__(self, window: int | None, provider: str = "openai", detail: str = "") -> None:
+        size = f"is {window:,} tokens per request, too small" if window else "is too small"
+        fix = ("give the model a larger num_ctx in Ollama (or raise DOCCHAT_NUM_CTX_MAX)" if provider == "ollama" else
+               "start llama-server with a larger -c (or fewer parallel slots -np), or load the model with a longer "
+               "context in LM Studio or vLLM")
+        super().__init__(f"The model server's context window {size} for this question with its sources; "
+                         f"{fix}, or ask about a smaller part.", window=window, provider=provider, detail=detail,
+                         details=f"The model server said: {detail[:200]}" if detail else "")
 
 
 class ModelPullFailed(LLMError):

@@ -245,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         quiet_progress_bars()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
+    if args.verbose:  # DocChat's own debug lines too: the tracebacks of expected failures (a model server's error)
+        logging.getLogger("rag_core").setLevel(logging.DEBUG)
     try:
         settings = load_settings()
         if args.data_dir:

@@ -40,7 +40,7 @@ from rag_core.answer.generation.outcome import (
     read_stream,
     unchecked,
 )
-from rag_core.answer.generation.prompt import NOT_FOUND_REPLY, Prompt, build_prompt, standalone_question
+from rag_core.answer.generation.prompt import NOT_FOUND_REPLY, Prompt, build_prompt, fitted, standalone_question
 from rag_core.answer.generation.whole import route
 from rag_core.answer.grounding import answerability
 from rag_core.answer.grounding import citations as cites
@@ -166,8 +166,7 @@ class AnswerStream:
     # -- the pipeline --------------------------------------------------------
     def _run(self) -> Iterator[str]:
         partial: list[str] = []
-        mode = AnswerMode.MODEL if self.writes_with_llm else AnswerMode.QUOTES
-        last = Step.DONE
+        mode, last = (AnswerMode.MODEL if self.writes_with_llm else AnswerMode.QUOTES), Step.DONE
         try:
             yield from self._pipeline(partial)
         except DocChatError as e:  # e.g. the library is busy or the vector database is unreachable
@@ -220,8 +219,8 @@ class AnswerStream:
         return qvec, found.relevance  # the best chunk's dense cosine, from the same request as the passages
 
     def _pipeline(self, partial: list[str]) -> Iterator[str]:
-        s, lib = self.settings, self.library
-        self._whole = route(self)  # a question about whole documents or the library: answered from them
+        self.settings = s = fitted(self.settings, self.writes_with_llm and self.chat_model is None)  # server's window
+        lib, self._whole = self.library, route(self)  # a question about whole documents or the library: from them
         if self._whole is not None:
             yield from self._whole.run(partial)
             return
@@ -338,6 +337,7 @@ class AnswerStream:
         assert self.prompt is not None
         self._llm = (chat.name, qvec, relevance)
         got = yield from read_stream(chat, self.prompt, self.settings.answer_tokens, partial, self._first_token)
+        self.prompt = got.prompt or self.prompt  # a smaller one after a refusal for size
         self._mark("llm", t)
         if got.fault is not None and not partial:  # nothing streamed yet: answer extractively instead
             yield from self._extractive(qvec, relevance, fallback_notice(got.fault), got.fault)

@@ -121,9 +121,17 @@ class ChatBackend:
 
         return unserved_model(self.settings, self.name)
 
-    def is_unexpected(self, fault: LLMError) -> bool:
-        """True for faults worth a traceback in the log (not a timeout, a refusal or a missing server)."""
-        return isinstance(fault, OllamaFailed) or self.provider is None
+    def is_unexpected(self, fault: LLMError, exc: BaseException | None = None) -> bool:
+        """True for faults worth a traceback at the default log level: a failure of unknown kind (not a server's
+        HTTP error, a timeout, a refusal for size or a missing server, which are one log line)."""
+        if self.provider is None:
+            return True
+        return isinstance(fault, OllamaFailed) and getattr(exc, "status_code", None) is None
+
+    @property
+    def host(self) -> str:
+        """The server's address, for log lines."""
+        return self.settings.chat_host if self.provider is not None else self.name
 
 
 def model_name(model: BaseChatModel) -> str:

@@ -10,16 +10,17 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rag_core.answer import context_window
 from rag_core.answer.generation.chat import LENGTH, STOP, ChatBackend, ThinkFilter, chat_messages
 from rag_core.answer.generation.repetition import Loop, RepetitionGuard
 from rag_core.answer.grounding.evidence import MATCHED, NO_CLAIM, VERIFIED, claim_text, unbacked_sentences
-from rag_core.core.errors import DocChatError, LLMError, LLMTimeout, StreamInterrupted
+from rag_core.core.errors import ContextTooSmall, DocChatError, LLMError, LLMTimeout, StreamInterrupted
 from rag_core.core.models import Answer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,6 +111,7 @@ class Streamed:
     done_reason: str | None  # "stop", "length", or None (no end seen: a fault, a loop)
     fault: LLMError | None = None
     loop: Loop | None = None
+    prompt: Prompt | None = None  # the prompt sent last (a smaller one after a refusal for size)
 
     def ending(self, answer_tokens: int) -> Ending:
         """How the answer ended."""
@@ -123,7 +125,32 @@ class Streamed:
 def read_stream(chat: ChatBackend, prompt: Prompt, answer_tokens: int, partial: list[str],
                 on_first: Callable[[], None]) -> Generator[str, None, Streamed]:
     """Stream the model's answer: yield its text (no reasoning block), also appended to `partial`; stop it when it
-    repeats itself; return how it ended. Faults are returned, not raised; the HTTP stream is always closed."""
+    repeats itself; return how it ended. Faults are returned, not raised; the HTTP stream is always closed.
+
+    A request the server refuses for its size (ContextTooSmall) is sent once more, smaller (`prompt.shrink` makes it
+    from the refusal; none: not retried); `Streamed.prompt` is the prompt sent last. A refusal that stands names the
+    server's window when the server said it (in the refusal, or where rag_core.answer.context_window asks)."""
+    got = yield from _stream_once(chat, prompt, answer_tokens, partial, on_first)
+    fault = got.fault
+    if isinstance(fault, ContextTooSmall) and chat.provider is not None:
+        if fault.window:
+            context_window.remember(chat.settings, chat.name, fault.window)
+        retry = prompt.shrink(fault) if prompt.shrink is not None and not partial else None
+        if retry is not None:
+            log.info("Sending %s a smaller request (~%d tokens instead of ~%d)", chat.host, retry.tokens, prompt.tokens)
+            prompt = retry
+            got = yield from _stream_once(chat, retry, answer_tokens, partial, on_first)
+            fault = got.fault
+        if isinstance(fault, ContextTooSmall) and not fault.window:
+            learnt = context_window.learn(chat.settings, chat.name).tokens
+            if learnt:
+                got = replace(got, fault=ContextTooSmall(learnt, fault.provider, fault.detail))
+    return replace(got, prompt=prompt)
+
+
+def _stream_once(chat: ChatBackend, prompt: Prompt, answer_tokens: int, partial: list[str],
+                 on_first: Callable[[], None]) -> Generator[str, None, Streamed]:
+    """One request of read_stream."""
     think, guard = ThinkFilter(), RepetitionGuard()
     done_reason: str | None = None
     fault: LLMError | None = None
@@ -159,14 +186,22 @@ def read_stream(chat: ChatBackend, prompt: Prompt, answer_tokens: int, partial: 
         raise
     except Exception as e:  # transport/model errors become a friendly notice, never a traceback
         fault = chat.translate(e)
-        if chat.is_unexpected(fault):
+        if chat.is_unexpected(fault, e):
             log.exception("Unexpected failure while streaming from %s", chat.name)
-        else:
-            log.info("%s stream failed: %s: %s", chat.name, type(e).__name__, e)
+        else:  # an expected fault (an HTTP error, a refusal for size, a timeout): one line; the traceback at debug
+            log.warning("%s at %s: %s", chat.name, chat.host, failure_reason(e))
+            log.debug("The failure of %s", chat.name, exc_info=True)
     finally:
         if stream is not None and hasattr(stream, "close"):
             stream.close()
     return Streamed(done_reason, fault, loop)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """A model server's failure for a log line: its HTTP status and message, or the error's kind and text."""
+    status = getattr(exc, "status_code", None)
+    text = " ".join(str(exc).split())[:300]
+    return f"HTTP {status}: {text}" if isinstance(status, int) else f"{type(exc).__name__}: {text}"
 
 
 def evidence_notice(answer: Answer) -> str | None:
@@ -274,5 +309,5 @@ class MemoEncoder:
 __all__ = ["DETAILS_LEFT_OUT", "DETAILS_LENGTH", "DETAILS_UNCHECKED", "DETAILS_WITHHELD", "End", "Ending", "Kept", "MemoEncoder",
            "NOTICE_LEFT_OUT_MANY", "NOTICE_LEFT_OUT_ONE", "NOTICE_LENGTH", "NOTICE_LOOP", "NOTICE_STOPPED",
            "NOTICE_UNBACKED_MANY", "NOTICE_UNBACKED_ONE", "NOTICE_UNSUPPORTED", "NOTICE_WITHHELD", "WITHHELD_CHARS",
-           "Streamed", "ending", "evidence_notice", "join_details", "keep_backed", "model_words", "one_line", "read_stream",
+           "Streamed", "ending", "failure_reason", "evidence_notice", "join_details", "keep_backed", "model_words", "one_line", "read_stream",
            "unchecked"]

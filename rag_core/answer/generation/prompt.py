@@ -4,13 +4,14 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
+from rag_core.answer.context_window import fit, learn
 from rag_core.answer.generation.chat import ChatBackend, backend_for, chat_messages, strip_thinking
 from rag_core.answer.injection.detect import is_flagged
 from rag_core.core.config import Settings
-from rag_core.core.errors import LLMError
+from rag_core.core.errors import ContextTooSmall, LLMError
 from rag_core.core.models import Passage
 
 log = logging.getLogger(__name__)
@@ -159,6 +160,8 @@ class Prompt:
     dropped: int  # lower-ranked passages left out because they did not fit
     tokens: int  # estimated prompt size
     num_ctx: int
+    # a smaller prompt for the same request, made from the server's refusal for size (None: it cannot be smaller)
+    shrink: Callable[[ContextTooSmall], Prompt | None] | None = field(default=None, compare=False, repr=False)
 
 
 _TAG_RE = re.compile(r"<(\s*/?\s*source)", re.IGNORECASE)
@@ -210,4 +213,22 @@ def build_prompt(question: str, passages: Sequence[Passage], settings: Settings)
         log.info("Context budget: kept %d passages, dropped the %d lowest-ranked", len(blocks), dropped)
     user = USER_TEMPLATE.format(header=SOURCES_HEADER, sources="\n\n".join(blocks), question=question.strip())
     tokens = estimate_tokens(SYSTEM_PROMPT) + estimate_tokens(user) + 2 * MESSAGE_OVERHEAD_TOKENS
-    return Prompt(SYSTEM_PROMPT, user, tuple(passages[:len(blocks)]), dropped, tokens, num_ctx_for(tokens, settings))
+    kept = tuple(passages[:len(blocks)])
+    return Prompt(SYSTEM_PROMPT, user, kept, dropped, tokens, num_ctx_for(tokens, settings),
+                  lambda fault: _fewer(question, kept, settings, fault, tokens))
+
+
+def _fewer(question: str, passages: Sequence[Passage], settings: Settings, fault: ContextTooSmall,
+           tokens: int) -> Prompt | None:
+    """The prompt again with the best half of its sources, fitted to the window the refusal named (if it named
+    one); None when that is no smaller. Not shrunk again."""
+    smaller = build_prompt(question, passages[:max(1, len(passages) // 2)], fit(settings, fault.window))
+    return replace(smaller, shrink=None) if smaller.tokens < tokens else None
+
+
+def fitted(settings: Settings, ask: bool = True) -> Settings:
+    """`settings` fitted to the context window of the configured model server (rag_core.answer.context_window);
+    unchanged when `ask` is False (no model, or a chat model given by the caller) or the server does not say."""
+    if not ask or not settings.chat_model_name:
+        return settings
+    return fit(settings, learn(settings, settings.chat_model_name).tokens)

@@ -14,9 +14,11 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from rag_core.answer.context_window import fit
 from rag_core.answer.generation.chat import LENGTH, ChatBackend
 from rag_core.answer.generation.outcome import Streamed, read_stream
 from rag_core.answer.generation.prompt import (
+    CHARS_PER_TOKEN,
     MESSAGE_OVERHEAD_TOKENS,
     SOURCES_HEADER,
     Prompt,
@@ -28,7 +30,7 @@ from rag_core.answer.grounding.citations import find_markers, resolve
 from rag_core.answer.summaries.document import DocText, Part, group_sections
 from rag_core.answer.summaries.prompts import MAP_SYSTEM, MAP_TASK, REDUCE_SYSTEM, notes_block
 from rag_core.core.config import Settings
-from rag_core.core.errors import LLMError
+from rag_core.core.errors import ContextTooSmall, LLMError
 from rag_core.core.models import Passage
 
 log = logging.getLogger(__name__)
@@ -226,6 +228,11 @@ class Call:
         self._cancel.set()
 
     @property
+    def sent(self) -> Prompt | None:
+        """The prompt sent last (a smaller one after a refusal for size); None before the call ended."""
+        return self.result.prompt if self.result is not None else None
+
+    @property
     def text(self) -> str:
         """What the model wrote (without a repetition loop, nor the line it was writing when cut at its length)."""
         raw = "".join(self.pieces)
@@ -246,20 +253,50 @@ class Call:
 def map_prompt(plan: Plan, group: Group, settings: Settings) -> tuple[Prompt, tuple[Passage, ...]]:
     """The prompt of one map call and the passages it numbers [1..]."""
     passages = tuple(plan.doc.passage(i) for i in group.shown)
+    return _map_call(passages, settings), passages
+
+
+def _map_call(passages: tuple[Passage, ...], settings: Settings, retry: bool = True) -> Prompt:
     blocks = "\n\n".join(render_source(n, p) for n, p in enumerate(passages, 1))
     user = f"{SOURCES_HEADER}\n\n{blocks}\n\n{MAP_TASK}"
     tokens = estimate_tokens(MAP_SYSTEM) + estimate_tokens(user) + 2 * MESSAGE_OVERHEAD_TOKENS
     reply = min(settings.answer_tokens, MAP_REPLY_TOKENS)
-    return Prompt(MAP_SYSTEM, user, passages, 0, tokens, num_ctx_for(tokens - settings.answer_tokens + reply,
-                                                                      settings)), passages
+    return Prompt(MAP_SYSTEM, user, passages, 0, tokens, num_ctx_for(tokens - settings.answer_tokens + reply, settings),
+                  (lambda fault: _fewer_passages(passages, settings, fault, tokens)) if retry else None)
 
 
-def reduce_prompt(notes: str, task: str, settings: Settings) -> Prompt:
-    """The prompt of the call that writes the whole from the parts' notes (cut to fit the context)."""
-    limit = int(REDUCE_PROMPT_SHARE * settings.max_context_tokens * 3)
-    user = f"{notes_block(notes[:limit])}\n\n{task}"
+def _fewer_passages(passages: tuple[Passage, ...], settings: Settings, fault: ContextTooSmall,
+                    tokens: int) -> Prompt | None:
+    """A map call again after a refusal for size: every other passage (still spread over the group), as many as fit
+    the window the refusal named; None when that is no smaller."""
+    fitted = fit(settings, fault.window)
+    budget, kept = room(fitted), list[Passage]()
+    for p in passages[::2] if len(passages) > 1 else passages:
+        cost = estimate_tokens(render_source(99, p)) + 1
+        if kept and cost > budget:
+            break
+        kept.append(p)
+        budget -= cost
+    prompt = _map_call(tuple(kept), fitted, retry=False)
+    return prompt if prompt.tokens < tokens else None
+
+
+def reduce_prompt(notes: str, task: str, settings: Settings, retry: bool = True) -> Prompt:
+    """The prompt of the call that writes the whole from the parts' notes (cut to fit the context, with room for
+    the reply); after a refusal for size, sent once more with half the notes."""
+    fixed = estimate_tokens(REDUCE_SYSTEM) + estimate_tokens(task) + 2 * MESSAGE_OVERHEAD_TOKENS + 8
+    share = min(REDUCE_PROMPT_SHARE * settings.max_context_tokens,
+                settings.max_context_tokens - settings.answer_tokens - fixed)
+    user = f"{notes_block(notes[:int(max(256, share) * CHARS_PER_TOKEN)])}\n\n{task}"
     tokens = estimate_tokens(REDUCE_SYSTEM) + estimate_tokens(user) + 2 * MESSAGE_OVERHEAD_TOKENS
-    return Prompt(REDUCE_SYSTEM, user, (), 0, tokens, num_ctx_for(tokens, settings))
+    return Prompt(REDUCE_SYSTEM, user, (), 0, tokens, num_ctx_for(tokens, settings),
+                  (lambda fault: _shorter_notes(notes[:len(user) // 2], task, settings, fault, tokens))
+                  if retry else None)
+
+
+def _shorter_notes(notes: str, task: str, settings: Settings, fault: ContextTooSmall, tokens: int) -> Prompt | None:
+    prompt = reduce_prompt(notes, task, fit(settings, fault.window), retry=False)
+    return prompt if prompt.tokens < tokens else None
 
 
 def shift(text: str, passages: Sequence[Passage], offset: int) -> str:

@@ -156,6 +156,8 @@ class WholeDocument:
                 prompt, passages = mr.map_prompt(notes.plan, group, s)
                 call = mr.Call(chat, prompt, min(s.answer_tokens, mr.MAP_REPLY_TOKENS))
                 yield from call.wait()
+                prompt = call.sent or prompt  # fewer passages after a refusal for size
+                passages = prompt.passages
                 self._count(call, prompt)
                 notes.fault = call.fault()
                 if notes.fault is not None and not call.text.strip():
@@ -176,7 +178,7 @@ class WholeDocument:
                                           else SUMMARY_TASK, s)
                 call = mr.Call(chat, prompt, s.answer_tokens)
                 yield from call.wait()
-                self._count(call, prompt)
+                self._count(call, call.sent or prompt)
                 notes.fault = call.fault()
                 notes.whole = resolve(call.text, self.shown).text.strip()
             if notes.fault is not None:
