@@ -105,3 +105,11 @@ def is_refusal(text: str) -> bool:
 
 __all__ = ["STOP_WORDS", "TOKEN_RE", "Span", "Terms", "content_terms", "is_refusal", "paragraph_spans", "plural",
            "sentence_spans", "sentences", "stem", "tokens", "trim_span"]
+
+
+def with_article(what: str) -> str:
+    """The name with "a" or "an" before it: "an Excel workbook", "a PDF", "an RTF document" (an acronym by the sound
+    of its first letter's name)."""
+    word = what.split(" ", 1)[0]
+    acronym = len(word) > 1 and word.isupper()
+    return ("an " if what[:1] in ("AEFHILMNORSX" if acronym else "AEIOUaeiou") else "a ") + what

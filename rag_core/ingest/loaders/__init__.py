@@ -34,8 +34,9 @@ from rag_core.core.formats import ACCEPTED_EXTENSIONS, format_for_name
 from rag_core.core.models import DocKind, Document, Progress, SourceMeta
 from rag_core.core.names import display_name
 from rag_core.core.safe_files import describe_mode, read_up_to
+from rag_core.core.text import with_article
 from rag_core.ingest.loaders._archive import MAX_ZIP_MEMBERS, check_members, count_members
-from rag_core.ingest.loaders._common import Extracted, doc_id_for, with_article
+from rag_core.ingest.loaders._common import Extracted, doc_id_for
 
 log = logging.getLogger(__name__)
 

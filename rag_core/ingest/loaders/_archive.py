@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, IngestError
+from rag_core.core.text import with_article
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ def check_members(data: bytes, file_name: str, what: str, limit: int = MAX_ZIP_M
     """CorruptFile when the ZIP `data` holds more than `limit` members (`what`: "Word document", …)."""
     if count_members(data, limit) > limit:
         log.warning("refusing %s: more than %d ZIP members", file_name, limit)
-        raise CorruptFile(file_name, f"it holds more than {limit:,} files inside, more than {_article(what)} has")
+        raise CorruptFile(file_name, f"it holds more than {limit:,} files inside, more than {with_article(what)} has")
 
 
 def check_inflated(data: bytes, file_name: str, limit_mb: int, what: str, deadline: Deadline | None = None) -> int:
@@ -116,7 +117,7 @@ def _inflate(data: bytes, zf: zipfile.ZipFile, info: zipfile.ZipInfo, room: int,
         if real > room:
             log.warning("refusing %s: unpacks past %d MB (member %s)", file_name, limit_mb, info.filename)
             raise CorruptFile(file_name, f"it expands to more than {limit_mb} MB when unpacked, more than DocChat "
-                                         f"allows for {_article(what)}")
+                                         f"allows for {with_article(what)}")
     return real
 
 
@@ -148,8 +149,3 @@ def _stream(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[int]:
             yield len(block)
 
 
-def _article(what: str) -> str:
-    """"a Word document", "an EPUB e-book" (imported here: rag_core.ingest.loaders._common uses this module)."""
-    from rag_core.ingest.loaders._common import with_article
-
-    return with_article(what)

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from rag_core.core.config import Settings
 from rag_core.core.errors import CorruptFile
 from rag_core.core.models import Section
+from rag_core.core.text import with_article
 from rag_core.ingest.loaders._archive import check_members
 
 log = logging.getLogger(__name__)
@@ -62,14 +63,6 @@ def check_zip(data: bytes, file_name: str, settings: Settings, required_member: 
     if required_member not in names:
         raise CorruptFile(file_name, f"the ZIP archive has no {required_member}, so it is not {with_article(what)}")
     return names
-
-
-def with_article(what: str) -> str:
-    """The name with "a" or "an" before it: "an Excel workbook", "a PDF", "an RTF document" (an acronym by the sound
-    of its first letter's name)."""
-    word = what.split(" ", 1)[0]
-    acronym = len(word) > 1 and word.isupper()
-    return ("an " if what[:1] in ("AEFHILMNORSX" if acronym else "AEIOUaeiou") else "a ") + what
 
 
 def normalize_newlines(text: str) -> str:
