@@ -29,8 +29,8 @@ SYSTEM_FOLDERS = tuple(Path(p) for p in ("/proc", "/sys", "/dev") if os.name == 
 _NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
 _NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
-_FILE_FLAGS = os.O_RDONLY | _NONBLOCK | _NOFOLLOW | getattr(os, "O_BINARY", 0)
-_DIR_FLAGS = os.O_RDONLY | _NONBLOCK | _NOFOLLOW | _DIRECTORY
+FILE_FLAGS = os.O_RDONLY | _NONBLOCK | _NOFOLLOW | getattr(os, "O_BINARY", 0)
+DIR_FLAGS = os.O_RDONLY | _NONBLOCK | _NOFOLLOW | _DIRECTORY
 #: Open component by component from the folder (openat): Linux, macOS and the BSDs; not Windows.
 WALKS_FROM_FOLDER = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
 #: What open() says when a component it must not follow is a link (or a folder became something else).
@@ -114,27 +114,38 @@ def open_inside(root: FolderPin, rel: str) -> tuple[int, os.stat_result]:
 
 
 def _open_real(root: FolderPin, real: str) -> int:
-    """Open `real` (inside the folder) from the folder itself, no link followed on the way, the folder's descriptor
-    checked to be the folder pinned; by path, its real path checked again, where there is no `dir_fd` (Windows)."""
+    """Open `real` (inside the folder) from the folder pinned, no link followed on the way."""
+    return open_from_folder(root.real, real, identity=(root.dev, root.ino))
+
+
+def open_from_folder(folder: str | Path, real: str | Path, identity: tuple[int, int] | None = None) -> int:
+    """A read-only, non-blocking descriptor of `real`, a real path inside `folder` (a real path), opened from the
+    folder one component at a time without following any link (`openat` with O_NOFOLLOW; with `identity`, the
+    folder's descriptor must be that st_dev/st_ino); where the system has no `dir_fd` opening (Windows), opened by
+    path and its real path checked again. LinkLeadsOut when something on the way changed; OSError (ELOOP, ENOTDIR…)
+    when a component became a link; the caller closes the descriptor. Shared by linked folders and the MCP server."""
     if not WALKS_FROM_FOLDER:
-        fd = os.open(real, _FILE_FLAGS)
-        if os.path.realpath(real) != real:
+        fd = os.open(real, FILE_FLAGS)
+        if os.path.realpath(real) != str(real):
             os.close(fd)
             raise LinkLeadsOut(errno.ESTALE, "it changed while it was opened")
         return fd
-    *folders, name = Path(real).relative_to(root.real).parts
-    current = os.open(root.real, _DIR_FLAGS)
+    parts = Path(real).relative_to(folder).parts
+    if not parts:  # the folder itself, become a file since it was checked
+        raise LinkLeadsOut(errno.ESTALE, "the folder changed while it was opened")
+    *folders, name = parts
+    current = os.open(folder, DIR_FLAGS)
     try:
         st = os.fstat(current)
-        if (st.st_dev, st.st_ino) != (root.dev, root.ino):
+        if identity is not None and (st.st_dev, st.st_ino) != identity:
             raise LinkLeadsOut(errno.ESTALE, "the folder changed while it was opened")
         for part in folders:
             parent, current = current, -1
             try:
-                current = os.open(part, _DIR_FLAGS, dir_fd=parent)
+                current = os.open(part, DIR_FLAGS, dir_fd=parent)
             finally:
                 os.close(parent)
-        return os.open(name, _FILE_FLAGS, dir_fd=current)
+        return os.open(name, FILE_FLAGS, dir_fd=current)
     finally:
         if current >= 0:
             os.close(current)

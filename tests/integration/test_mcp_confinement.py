@@ -24,6 +24,7 @@ from mcp_helpers import run_async, server_env  # tests/ is on the path (pytest.i
 from rag_core.adapters.mcp import files
 from rag_core.adapters.mcp.files import NO_FOLDER_ALLOWED, allowed_dirs
 from rag_core.core.config import Settings
+from rag_core.ingest import folder_confine
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "The launch code of the pumping station is 7731-0000."
@@ -280,8 +281,8 @@ def test_a_file_swapped_between_check_and_open_is_refused(tmp_path, tree, embedd
     target = tree["allowed"] / "sub" / "x.md"
     target.write_text(f"# Notes\n\n{NOTES}\n", encoding="utf-8")
     t = {**tree, "target": target}
-    assert files.WALKS_FROM_FOLDER  # Linux and macOS open component by component
-    monkeypatch.setattr(files, "WALKS_FROM_FOLDER", walk)
+    assert folder_confine.WALKS_FROM_FOLDER  # Linux and macOS open component by component
+    monkeypatch.setattr(folder_confine, "WALKS_FROM_FOLDER", walk)
     swapped: list[str] = []
 
     def once() -> None:
@@ -328,6 +329,6 @@ def test_a_file_swapped_between_check_and_open_is_refused(tmp_path, tree, embedd
 @POSIX_FILES
 def test_the_open_never_follows_a_link_and_never_blocks():
     """The flags the confinement relies on, where the system has them (all POSIX systems)."""
-    assert files._OPEN_FLAGS & os.O_NOFOLLOW and files._OPEN_FLAGS & os.O_NONBLOCK
-    assert files._DIR_FLAGS & os.O_NOFOLLOW and files._DIR_FLAGS & os.O_DIRECTORY
-    assert os.open in os.supports_dir_fd and files.WALKS_FROM_FOLDER
+    assert folder_confine.FILE_FLAGS & os.O_NOFOLLOW and folder_confine.FILE_FLAGS & os.O_NONBLOCK
+    assert folder_confine.DIR_FLAGS & os.O_NOFOLLOW and folder_confine.DIR_FLAGS & os.O_DIRECTORY
+    assert os.open in os.supports_dir_fd and folder_confine.WALKS_FROM_FOLDER

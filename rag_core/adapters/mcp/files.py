@@ -22,16 +22,11 @@ from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, NotARegularFile, SettingsError
 from rag_core.core.formats import ACCEPTED_EXTENSIONS, accepted_kinds
 from rag_core.core.safe_files import describe_mode, read_up_to
+from rag_core.ingest.folder_confine import LinkLeadsOut, open_from_folder
 from rag_core.ingest.loaders import check_size
 
 SUPPORTED_SUFFIXES = frozenset(ACCEPTED_EXTENSIONS)
 SYSTEM_FOLDERS = tuple(Path(p) for p in ("/proc", "/sys", "/dev") if os.name == "posix")  # kernel and devices
-_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
-_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _NOFOLLOW | getattr(os, "O_BINARY", 0)
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _NOFOLLOW | _DIRECTORY
-#: Open component by component under the allowed folder (openat): Linux, macOS and the BSDs; not Windows.
-WALKS_FROM_FOLDER = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
 #: What open() says when a component it must not follow is a link (or a folder became something else).
 _SWAPPED = frozenset({errno.ELOOP, errno.ENOTDIR, errno.EMLINK})
 NO_FOLDER_ALLOWED = ("This DocChat server may not read files from this computer because it was started without "
@@ -147,36 +142,12 @@ def _replaced(path: str) -> FileRefused:
 
 def _open_inside(path: str, real: Path, allowed: tuple[Path, ...]) -> int:
     """A read-only, non-blocking descriptor of `real` (checked to be inside an allowed folder), opened so that no
-    link is followed on the way: from the folder one component at a time where the system can (`dir_fd`), else by
-    path, its real path checked again once open (FileRefused when it changed)."""
+    link is followed on the way (rag_core.ingest.folder_confine.open_from_folder; FileRefused when it changed)."""
     folder = max((f for f in allowed if real.is_relative_to(f)), key=lambda f: len(f.parts))
-    if not WALKS_FROM_FOLDER:
-        fd = os.open(real, _OPEN_FLAGS)
-        same = False
-        try:
-            same = Path(os.path.realpath(real)) == real
-        finally:
-            if not same:
-                os.close(fd)
-        if not same:
-            raise _replaced(path)
-        return fd
-    parts = real.relative_to(folder).parts
-    if not parts:  # the allowed folder itself, become a file since the server started
-        raise _replaced(path)
-    *folders, name = parts
-    current = os.open(folder, _DIR_FLAGS)
     try:
-        for part in folders:
-            parent, current = current, -1
-            try:
-                current = os.open(part, _DIR_FLAGS, dir_fd=parent)
-            finally:
-                os.close(parent)
-        return os.open(name, _OPEN_FLAGS, dir_fd=current)
-    finally:
-        if current >= 0:
-            os.close(current)
+        return open_from_folder(folder, real)
+    except LinkLeadsOut as e:
+        raise _replaced(path) from e
 
 
 def _read_checked(fd: int, path: str, real: Path, checked: os.stat_result, settings: Settings) -> bytes:
