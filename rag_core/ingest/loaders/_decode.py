@@ -57,9 +57,9 @@ def _encoding_of(data: bytes, file_name: str) -> str:
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             return encoding
-    encoding = _bomless_utf16(data)
-    if encoding:
-        return encoding
+    utf16 = _bomless_utf16(data)
+    if utf16:
+        return utf16
     if b"\x00" in data[:_NUL_SNIFF_BYTES]:
         raise UnsupportedFileType(file_name, BINARY_DETAIL)
     if _is_utf8(data):
