@@ -10,7 +10,7 @@ import pytest
 from rag_core.core.config import Settings
 from rag_core.core.errors import UnsupportedFileType
 from rag_core.ingest.loaders import load_bytes
-from rag_core.ingest.loaders._decode import decode_text, guess_encoding
+from rag_core.ingest.loaders._decode import decode_text, guess_encoding, text_encoding
 
 SETTINGS = Settings()
 
@@ -98,6 +98,19 @@ def test_invalid_utf8_late_in_a_large_file_is_decoded_from_a_bounded_sample() ->
     data = text.encode("cp1251")
     assert guess_encoding(data) == "cp1251"
     assert decode_text(data, "big.txt") == text
+
+
+def test_a_large_csv_decoded_as_read_uses_the_decoders_encoding() -> None:
+    """CSV is decoded as its rows are read, with text_encoding's choice (the same as decode_text's)."""
+    text = "name,line\n" + "".join(f"{i},{RUSSIAN_PUSHKIN}\n" for i in range(3000))  # ~400 KB
+    data = text.encode("cp1251")
+    assert text_encoding(data, "big.csv") == "cp1251"
+    doc = load_bytes(data, "big.csv", SETTINGS)
+    assert "Мой дядя самых честных правил" in doc.text and "Его пример другим наука." in doc.text
+    assert "\ufffd" not in doc.text
+    ascii_then_latin = ("row,plain ascii\n" * 30_000 + "café,1\n").encode("cp1252")  # the é after 450 KB
+    assert text_encoding(ascii_then_latin, "late.csv") == "cp1252"  # UTF-8 is checked over the whole file
+    assert text_encoding(ascii_then_latin.replace(b"\xe9", b"e"), "late.csv") == "utf-8"
 
 
 @pytest.mark.parametrize("name", ["noise.txt", "noise.md", "noise.csv", "noise.html"])
