@@ -9,7 +9,7 @@ page that starts like HTML (or a .html/.htm file with markup) is a web page, a .
 picks Markdown (.md/.markdown) over plain text. A file whose name claims a binary kind (.pdf, .pptx, .xlsx, .epub,
 .odt, .rtf, .png…) but whose content is something else is refused as damaged rather than read as another kind.
 
-`load_bytes` hands the bytes to the kind's reader (READERS: kind -> module and function, imported on first use), each
+`load_bytes` hands the bytes to the kind's reader (READERS: kind -> function, rag_core.ingest.loaders.readers), each
 with the signature `load_x(data, file_name, settings, deadline=None, progress=None) -> Extracted`; every reader but
 plain text parses in a killable child process bounded by the deadline (rag_core.ingest.loaders._isolated). The kinds
 and their extensions for people are in rag_core.core.formats.
@@ -17,7 +17,6 @@ and their extensions for people are in rag_core.core.formats.
 from __future__ import annotations
 
 import codecs
-import importlib
 import io
 import logging
 import os
@@ -35,36 +34,36 @@ from rag_core.core.models import DocKind, Document, Progress, SourceMeta
 from rag_core.core.names import display_name
 from rag_core.core.safe_files import describe_mode, read_up_to
 from rag_core.core.text import with_article
+from rag_core.ingest.loaders import readers
 from rag_core.ingest.loaders._archive import MAX_ZIP_MEMBERS, check_members, count_members
 from rag_core.ingest.loaders._common import Extracted, doc_id_for
+from rag_core.ingest.loaders.readers import MARKDOWN_EXTENSIONS
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ACCEPTED_EXTENSIONS", "MARKDOWN_EXTENSIONS", "READERS", "check_size", "load_bytes", "load_file",
            "read_file", "sniff_kind"]
 
-MARKDOWN_EXTENSIONS = frozenset({".md", ".markdown"})
-
 #: A format reader: (data, file_name, settings, deadline, progress) -> Extracted.
 Loader = Callable[[bytes, str, Settings, Deadline | None, Progress | None], Extracted]
 
-#: Which function reads each kind, as (module, function): imported when a file of that kind is first read, so a
-#: format's library is loaded only by the process that needs it.
-READERS: dict[DocKind, tuple[str, str]] = {
-    DocKind.PDF: (__name__, "_load_pdf"),
-    DocKind.DOCX: (__name__, "_load_docx"),
-    DocKind.TXT: (__name__, "_load_text"),
-    DocKind.MD: (__name__, "_load_text"),
-    DocKind.PPTX: ("rag_core.ingest.loaders.slides", "load_pptx"),
-    DocKind.XLSX: ("rag_core.ingest.loaders.sheets", "load_xlsx"),
-    DocKind.CSV: ("rag_core.ingest.loaders.sheets", "load_csv"),
-    DocKind.HTML: ("rag_core.ingest.loaders.web", "load_html"),
-    DocKind.EPUB: ("rag_core.ingest.loaders.ebook", "load_epub"),
-    DocKind.ODT: ("rag_core.ingest.loaders.opendocument", "load_odt"),
-    DocKind.ODP: ("rag_core.ingest.loaders.opendocument", "load_odp"),
-    DocKind.ODS: ("rag_core.ingest.loaders.opendocument", "load_ods"),
-    DocKind.RTF: ("rag_core.ingest.loaders.rtf", "load_rtf"),
-    DocKind.IMAGE: ("rag_core.ingest.loaders.image", "load_image"),
+#: Which function reads each kind (rag_core.ingest.loaders.readers: each imports its format's module when first
+#: called, so a format's library is loaded only by the process that needs it).
+READERS: dict[DocKind, Loader] = {
+    DocKind.PDF: readers.read_pdf,
+    DocKind.DOCX: readers.read_docx,
+    DocKind.TXT: readers.read_text,
+    DocKind.MD: readers.read_text,
+    DocKind.PPTX: readers.read_pptx,
+    DocKind.XLSX: readers.read_xlsx,
+    DocKind.CSV: readers.read_csv,
+    DocKind.HTML: readers.read_html,
+    DocKind.EPUB: readers.read_epub,
+    DocKind.ODT: readers.read_opendocument,
+    DocKind.ODP: readers.read_opendocument,
+    DocKind.ODS: readers.read_opendocument,
+    DocKind.RTF: readers.read_rtf,
+    DocKind.IMAGE: readers.read_image,
 }
 
 # Formats DocChat cannot read, recognised by their first bytes, with a friendly description. The
@@ -127,7 +126,7 @@ def load_bytes(data: bytes, file_name: str, settings: Settings, deadline: Deadli
         raise EmptyFile(file_name)
     kind = sniff_kind(data, file_name)
     log.debug("loading %s (%d bytes) as %s", file_name, len(data), kind)
-    extracted = reader(kind)(data, file_name, settings, deadline, progress)
+    extracted = READERS[kind](data, file_name, settings, deadline, progress)
     doc_id, sha256 = doc_id_for(data)
     return Document(
         doc_id=doc_id,
@@ -139,37 +138,6 @@ def load_bytes(data: bytes, file_name: str, settings: Settings, deadline: Deadli
         page_starts=extracted.page_starts,
         hidden_text=extracted.hidden,
     )
-
-
-def reader(kind: DocKind) -> Loader:
-    """The function that reads files of `kind` (READERS), imported now."""
-    module, name = READERS[kind]
-    loader: Loader = getattr(importlib.import_module(module), name)
-    return loader
-
-
-def _load_pdf(data: bytes, file_name: str, settings: Settings, deadline: Deadline | None = None,
-              progress: Progress | None = None) -> Extracted:
-    from rag_core.ingest.loaders.ocr import OcrOptions
-    from rag_core.ingest.loaders.pdf import load_pdf
-
-    return load_pdf(data, file_name, deadline, OcrOptions(settings.ocr, settings.ocr_language, settings.ocr_dpi),
-                    progress)
-
-
-def _load_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadline | None = None,
-               progress: Progress | None = None) -> Extracted:
-    from rag_core.ingest.loaders.docx import load_docx
-
-    return load_docx(data, file_name, settings, deadline)
-
-
-def _load_text(data: bytes, file_name: str, settings: Settings, deadline: Deadline | None = None,
-               progress: Progress | None = None) -> Extracted:
-    from rag_core.ingest.loaders.text import load_text
-
-    ext = PurePath(file_name).suffix.lower()
-    return load_text(data, file_name, DocKind.MD if ext in MARKDOWN_EXTENSIONS else DocKind.TXT, deadline)
 
 
 def read_file(path: str | Path, settings: Settings) -> bytes:

@@ -9,7 +9,6 @@ the 50th, rows past DOCCHAT_MAX_SHEET_ROWS) is said in the first lines of the te
 """
 from __future__ import annotations
 
-import codecs
 import csv
 import datetime as dt
 import functools
@@ -24,7 +23,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import charset_normalizer
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.exceptions import InvalidFileException
 
@@ -35,6 +33,7 @@ from rag_core.core.models import Progress
 from rag_core.ingest.loaders._archive import check_inflated
 from rag_core.ingest.loaders._blocks import Block, BlockKind, assemble
 from rag_core.ingest.loaders._common import Extracted, build_sections, check_zip, choose_title, collapse_ws, file_stem
+from rag_core.ingest.loaders._decode import text_encoding
 from rag_core.ingest.loaders._isolated import run_isolated
 from rag_core.ingest.loaders._tables import block_budget, cell_text, header_blocks, row_line
 from rag_core.ingest.loaders._xlsx_strings import MAX_CELL_CHARS, open_workbook
@@ -46,7 +45,6 @@ MAX_TEXT_CHARS = 20_000_000  # text read from one file: about as much as chunkin
 _CHECK_EVERY = 512  # rows between two deadline checks
 _MAX_LISTED = 20  # hidden or left-out sheets named one by one in the notes
 _SNIFF_CHARS = 65_536  # text the CSV dialect is guessed from
-_SNIFF_BYTES = 262_144  # bytes the encoding of a CSV that is not UTF-8 is guessed from
 _MEANINGLESS_TITLES = {"", "untitled", "book1", "workbook", "sheet1", "microsoft excel worksheet", "excel"}
 # Errors openpyxl raises on damaged workbooks (lxml's and ElementTree's parse errors are SyntaxErrors).
 _XLSX_ERRORS = (InvalidFileException, KeyError, IndexError, ValueError, TypeError, AttributeError, SyntaxError,
@@ -229,8 +227,9 @@ def read_csv(data: bytes, file_name: str, settings: Settings, deadline: Deadline
              progress: Progress | None = None) -> Extracted:
     """`load_csv` in this process: encoding (byte-order mark, UTF-8, else guessed) and dialect (delimiter and
     quoting, guessed from the first 64 KB) detected, then the rows read, checking `deadline` every few hundred. The
-    text is decoded as the rows are read, and reading stops at the row limit: a file is never decoded whole."""
-    text = io.TextIOWrapper(io.BytesIO(data), encoding=csv_encoding(data, file_name), errors="replace", newline="")
+    encoding is the text decoder's choice (loaders/_decode.py: it looks at a bounded sample), and the text is decoded
+    as the rows are read, stopping at the row limit: a file is never decoded whole."""
+    text = io.TextIOWrapper(io.BytesIO(data), encoding=text_encoding(data, file_name), errors="replace", newline="")
     deadline.check()
     dialect = sniff_dialect(text.read(_SNIFF_CHARS + 1), file_name)
     text.seek(0)
@@ -256,32 +255,6 @@ def _csv_rows(reader: Any, line: list[int]) -> Iterator[tuple[list[str], bool]]:
         if row is None:
             return
         yield [cell_text(c) for c in row[:MAX_COLUMNS]], any(c.strip() for c in row[MAX_COLUMNS:])
-
-
-def csv_encoding(data: bytes, file_name: str) -> str:
-    """The encoding of a CSV file: by its byte-order mark, else UTF-8 when it all decodes as such (checked in steps,
-    without a copy of the text), else the encoding charset-normalizer finds (Windows-1252 when it finds none)."""
-    for bom, encoding in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF32_LE, "utf-32"),
-                          (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
-                          (codecs.BOM_UTF16_BE, "utf-16")):
-        if data.startswith(bom):
-            return encoding
-    utf8 = codecs.getincrementaldecoder("utf-8")()
-    view = memoryview(data)
-    try:
-        for start in range(0, len(data), _SNIFF_BYTES):
-            utf8.decode(view[start:start + _SNIFF_BYTES], final=start + _SNIFF_BYTES >= len(data))
-        return "utf-8"
-    except UnicodeDecodeError:
-        pass
-    best = charset_normalizer.from_bytes(data[:_SNIFF_BYTES]).best()
-    encoding = best.encoding if best is not None else "cp1252"
-    log.info("%s is not UTF-8; decoding it as %s", file_name, encoding)
-    try:
-        codecs.lookup(encoding)
-    except LookupError:
-        return "cp1252"
-    return encoding
 
 
 def sniff_dialect(text: str, file_name: str) -> type[csv.Dialect] | csv.Dialect:

@@ -20,10 +20,10 @@ from rag_core.core.errors import NoText
 from rag_core.core.models import Progress
 from rag_core.ingest.loaders._blocks import BlockKind, assemble
 from rag_core.ingest.loaders._common import Extracted, build_sections, choose_title, clean_text, collapse_ws
+from rag_core.ingest.loaders._decode import decode_text
 from rag_core.ingest.loaders._html_main import lead_heading, main_content
 from rag_core.ingest.loaders._html_text import HTML_PARSER, blocks_of, tag_of
 from rag_core.ingest.loaders._isolated import run_isolated
-from rag_core.ingest.loaders.text import decode_text
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +74,16 @@ def read_html(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
 
 
 def decode_html(data: bytes, file_name: str) -> str:
-    """The page as text: a byte-order mark, else the charset its <meta> or XML declaration names, else UTF-8 or
-    Windows-1252 (rag_core.ingest.loaders.text.decode_text, which also refuses binary data)."""
+    """The page as text: a byte-order mark, else the charset its <meta> or XML declaration names when the page
+    decodes with it, else what rag_core.ingest.loaders._decode.decode_text finds (UTF-8, else charset-normalizer's
+    guess; binary data refused)."""
     if not data.startswith(_BOMS):
         declared = _declared_encoding(data[:_SNIFF])
         if declared and declared != "utf-8":
-            return clean_text(data.decode(declared, errors="replace"))
+            try:
+                return clean_text(data.decode(declared))
+            except UnicodeDecodeError:
+                log.info("%s does not decode as the %s it declares; guessing its encoding", file_name, declared)
     return clean_text(decode_text(data, file_name))
 
 
