@@ -70,8 +70,10 @@ print(json.dumps(outcome, ensure_ascii=False), flush=True)
 
 def make_files(folder: Path, names: list[str]) -> None:
     """Write each case's file into `folder` unless it is there already."""
-    sys.path.insert(0, str(HERE))
-    import bomb_files
+    try:  # `python -m benchmarks.bombs`
+        from benchmarks import bomb_files
+    except ImportError:  # `python benchmarks/bombs.py`: its own folder is first on the path
+        import bomb_files  # type: ignore[no-redef]
 
     folder.mkdir(parents=True, exist_ok=True)
     for case in names:

@@ -23,6 +23,9 @@ def remove_linux_only() -> list[str]:
     loaded = [m for m in REMOVED_MODULES if m in sys.modules]
     if loaded:
         raise RuntimeError(f"already imported before the removal: {loaded}")
+    # psutil (the reader's memory ceiling) has a backend per system; here its Linux one, which imports `resource`
+    # first. It keeps its own reference; DocChat's code still finds `resource` gone below.
+    import psutil  # noqa: F401
     for name in REMOVED_MODULES:
         sys.modules[name] = None  # type: ignore[assignment]
     removed = [name for name in REMOVED_OS if hasattr(os, name)]

@@ -148,7 +148,7 @@ def test_the_language_pack_hint_names_each_system_s_way():
 POSIX_KEYWORDS = ("preexec_fn", "start_new_session", "process_group", "user", "group", "extra_groups")
 #: Paths only Linux has; allowed where the code checks for them first (file: why).
 LINUX_PATHS = ("/proc", "/sys", "/dev/shm")
-LINUX_PATHS_ALLOWED = {"rag_core/adapters/mcp/files.py": "system folders refused, listed only where os.name is posix"}
+LINUX_PATHS_ALLOWED = {"rag_core/ingest/folder_confine.py": "system folders refused, listed only where os.name is posix"}
 
 
 def _linux_only_uses(path: Path, root: Path = ROOT) -> list[str]:

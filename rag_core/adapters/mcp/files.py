@@ -22,11 +22,10 @@ from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, NotARegularFile, SettingsError
 from rag_core.core.formats import ACCEPTED_EXTENSIONS, accepted_kinds
 from rag_core.core.safe_files import describe_mode, read_up_to
-from rag_core.ingest.folder_confine import LinkLeadsOut, open_from_folder
+from rag_core.ingest.folder_confine import LinkLeadsOut, open_from_folder, system_folder
 from rag_core.ingest.loaders import check_size
 
 SUPPORTED_SUFFIXES = frozenset(ACCEPTED_EXTENSIONS)
-SYSTEM_FOLDERS = tuple(Path(p) for p in ("/proc", "/sys", "/dev") if os.name == "posix")  # kernel and devices
 #: What open() says when a component it must not follow is a link (or a folder became something else).
 _SWAPPED = frozenset({errno.ELOOP, errno.ENOTDIR, errno.EMLINK})
 NO_FOLDER_ALLOWED = ("This DocChat server may not read files from this computer because it was started without "
@@ -36,10 +35,6 @@ NO_FOLDER_ALLOWED = ("This DocChat server may not read files from this computer 
 
 class FileRefused(DocChatError):
     """add_document may not read this path; the message says why and what to do instead."""
-
-
-def _system_folder(path: Path) -> Path | None:
-    return next((f for f in SYSTEM_FOLDERS if path == f or path.is_relative_to(f)), None)
 
 
 def _has_control(text: str) -> bool:
@@ -60,7 +55,7 @@ def allowed_dirs(raw: Iterable[str | Path]) -> tuple[Path, ...]:
             raise SettingsError(f"--allow-dir {text}: there is no such folder; name an existing folder.") from e
         if not folder.is_dir():
             raise SettingsError(f"--allow-dir {text} is not a folder; name the folder that holds the documents.")
-        if _system_folder(folder):
+        if system_folder(folder):
             raise SettingsError(f"--allow-dir {text} is a system folder, not one of documents; name another.")
         out.append(folder)
     return tuple(dict.fromkeys(out))
@@ -88,7 +83,7 @@ def confined_path(path: str, allowed: tuple[Path, ...]) -> tuple[Path, os.stat_r
         real = Path(os.path.realpath(given))
     except (OSError, ValueError) as e:
         raise FileRefused(f"“{path}” is not a valid file path; give the file's full path.") from e
-    system = _system_folder(real)
+    system = system_folder(real)
     if system:
         raise FileRefused(f"“{path}” is a system file (under {system}), not a document, so it was not read.")
     if not any(real.is_relative_to(folder) for folder in allowed):
