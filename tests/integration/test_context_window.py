@@ -127,16 +127,19 @@ def test_questions_and_summaries_fit_the_real_servers_window(llama, tmp_path, em
         with caplog.at_level(logging.WARNING):
             answer = _ask(lib, QUESTION, settings)
             asked = len(sent)
-            summary = _ask(lib, SUMMARY, settings)
+            # The summary at the smaller window only: the same fitting, and 2 x 4,096's ~3,700-token summary call
+            # took two minutes of make test's twelve on 2 cores.
+            summary = _ask(lib, SUMMARY, settings) if window <= 2048 else None
     finally:
         lib.close()
     # Answered: no refusal, no fault (a reply cut at 32 tokens may keep only its backed part, or quotes instead)
     assert answer.text.strip() and "fault" not in answer.extra and "context window" not in (answer.notice or "")
     assert answer.extra["num_ctx"] <= window, answer.extra
-    assert summary.text.strip() and "fault" not in summary.extra, summary
-    assert "context window" not in (summary.notice or "")
+    if summary is not None:
+        assert summary.text.strip() and "fault" not in summary.extra, summary
+        assert "context window" not in (summary.notice or "")
     sizes = [real_tokens(llama, s, u) for s, u in sent]
-    assert asked == 1 and len(sizes) >= 2, sizes  # the question in one request; the summary in its own call(s)
+    assert asked == 1 and len(sizes) >= (2 if summary is not None else 1), sizes  # the summary in its own call(s)
     assert max(sizes) < window, (sizes, window)
     assert max(sizes) > window // 3, sizes  # the window is used, not a small fixed prompt
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "refused" in r.getMessage()]
