@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from rag_core.answer import generation as gen
-from rag_core.answer.retrieval import embed_queries, retrieve
 from rag_core.core.config import Settings
 from rag_core.core.models import Chunk, SourceMeta
+from rag_core.retrieve.search import embed_queries, retrieve
 from rag_core.service.library import Library
 from rag_core.store.embeddings import Embedder
 from tests.ollama_server import OllamaServer, Reply

@@ -193,10 +193,10 @@ def main() -> None:
     ap.add_argument("--pubmedqa-limit", type=int, default=0, help="at most N PubMedQA questions (0: as --limit; "
                                                                    "-1: none)")
     ap.add_argument("--json", metavar="FILE", help="write the report and every answer to FILE")
-    ap.add_argument("--widen", action="store_true", help="the small-to-large read on (rag_core/answer/widen.py)")
+    ap.add_argument("--widen", action="store_true", help="the small-to-large read on (rag_core/retrieve/widen.py)")
     args = ap.parse_args()
     if args.widen:
-        from rag_core.answer import widen
+        from rag_core.retrieve import widen
         widen.WIDEN_READ = True
     logging.basicConfig(level=logging.WARNING)
     base = Settings(ollama_model="")

@@ -32,9 +32,9 @@ from pathlib import Path
 
 from rag_core.adapters.evaluation import DATASET_FILES, cache_settings, ingest_dataset, load_xquad
 from rag_core.answer.grounding import evidence as ev
-from rag_core.answer.retrieval import retrieve
 from rag_core.core.config import Settings
 from rag_core.core.models import Answer
+from rag_core.retrieve.search import retrieve
 from rag_core.service.library import Library
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,8 +22,8 @@ import json
 
 from rag_core.adapters import evaluation as ev
 from rag_core.answer.language import language_notice, with_language_notice
-from rag_core.answer.retrieval import embed_queries, retrieve
 from rag_core.core.config import Settings
+from rag_core.retrieve.search import embed_queries, retrieve
 from rag_core.service.library import Library
 
 SET = ev.DATA_DIR / "multilingual.jsonl"

@@ -3,7 +3,7 @@ local user) and filtered to one demo session plus the shared samples (hosted dem
 
 Run: .venv/bin/python -m benchmarks.qdrant_scaling [--sizes 5000 20000 50000] [--queries 30] [--no-optimize] [--json]
 
-Measured through the real code path: rag_core.answer.retrieval.retrieve (default zscore: one batched dense + lexical
+Measured through the real code path: rag_core.retrieve.search.retrieve (default zscore: one batched dense + lexical
 request) -> Store -> Qdrant Edge in a temporary folder, after Store.optimize() has built the HNSW index (unless
 --no-optimize: then dense search is exhaustive). Query vectors are precomputed (embedding a question adds ~10 ms).
 Points: random unit 384-d vectors and random 60-term sparse vectors (synthetic: random vectors are the worst case
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_core.answer.retrieval import QueryVectors, retrieve
 from rag_core.core.config import Settings
 from rag_core.core.models import Chunk, SourceMeta
+from rag_core.retrieve.search import QueryVectors, retrieve
 from rag_core.store.backends import sparse_vector
 from rag_core.store.embeddings import Embedder
 from rag_core.store.vector_store import Store, open_store

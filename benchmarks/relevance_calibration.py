@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_core.answer.retrieval import DEFAULT_METHOD, retrieve
 from rag_core.core.config import Settings
+from rag_core.retrieve.search import DEFAULT_METHOD, retrieve
 from rag_core.service.library import Library
 from rag_core.store.embeddings import Embedder
 

@@ -6,7 +6,7 @@ Goals (issue 38): PubMedQA R@5 >= 0.995 and XQuAD R@1 >= 0.97; added latency per
 Each dataset goes through the normal ingestion path into its cached library (rag_core.adapters.evaluation, the same
 as `python -m rag_core eval`), then every question is asked with both methods. Splits: XQuAD by article as in
 benchmarks/data/paraphrased.jsonl (the set the answer figures use), PubMedQA by the first byte of the SHA-256 of the
-PubMed id (even: tune). The weights in rag_core.answer.rerank were chosen on the tune splits; `test` is the figure.
+PubMed id (even: tune). The weights in rag_core.retrieve.rerank were chosen on the tune splits; `test` is the figure.
 The paraphrased XQuAD questions (benchmarks/data/paraphrased.jsonl) are asked of the XQuAD library the same way.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@
                                                   [--no-optimize] [--json]
 
 Prints {"results": [{"chunks", "method", "filtered", "p50_ms", "p95_ms", "queries"}, ...], "builds": [...]}: one
-row per size, method ("default" = rag_core.answer.retrieval.DEFAULT_METHOD) and filter (filtered = scoped to one owner
+row per size, method ("default" = rag_core.retrieve.search.DEFAULT_METHOD) and filter (filtered = scoped to one owner
 who holds 1 % of the points: 100 owners, documents of 50 chunks dealt round-robin).
 
 Corpus, synthetic (embedding 100,000 real chunks would take over an hour here):
@@ -15,7 +15,7 @@ Corpus, synthetic (embedding 100,000 real chunks would take over an hour here):
 - queries: real PubMedQA questions, embedded before timing: the times exclude query embedding (~10 ms).
 Stored through the real path (Store.add_chunks, one document at a time, each flushed) into a Qdrant Edge library
 in a temporary folder; then Store.optimize() builds the HNSW index (what opening a library with
->= OPTIMIZE_AT_OPEN unindexed chunks does) unless --no-optimize. Timed: rag_core.answer.retrieval.retrieve_scored - the
+>= OPTIMIZE_AT_OPEN unindexed chunks does) unless --no-optimize. Timed: rag_core.retrieve.search.retrieve_scored - the
 app's call: passages plus the relevance cosine, one engine request.
 """
 from __future__ import annotations
@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from rag_core.adapters.evaluation import load_pubmedqa
-from rag_core.answer import retrieval
 from rag_core.core.config import Settings
 from rag_core.core.models import Chunk, SourceMeta
+from rag_core.retrieve import search
 from rag_core.store.embeddings import Embedder
 from rag_core.store.vector_store import Store, open_store
 
@@ -105,16 +105,16 @@ def run_size(embedder: Embedder, n: int, questions: list[str], methods: list[str
                 store.optimize()
             info = {"chunks": n, "build_s": round(build_s, 1), "optimize_s": round(time.perf_counter() - t0, 1),
                     "indexed": optimize}
-            qvs = retrieval.embed_queries(store, questions)
+            qvs = search.embed_queries(store, questions)
             rows = []
             for label in methods:
-                method = retrieval.DEFAULT_METHOD if label == "default" else label
+                method = search.DEFAULT_METHOD if label == "default" else label
                 for filtered in (False, True):
                     times = []
                     for i, (q, qv) in enumerate([(questions[0], qvs[0]), *zip(questions, qvs, strict=True)]):
                         owners = [owner_of(i)] if filtered else None
                         t = time.perf_counter()
-                        got = retrieval.retrieve_scored(store, q, k=k, owners=owners, method=method, vectors=qv)
+                        got = search.retrieve_scored(store, q, k=k, owners=owners, method=method, vectors=qv)
                         if i:  # the first query is a warm-up
                             times.append(time.perf_counter() - t)
                         if not got.passages:
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(x) for x in args.chunks.split(",") if x.strip()]
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     for m in methods:
-        if m != "default" and m not in retrieval.METHODS:
+        if m != "default" and m not in search.METHODS:
             ap.error(f"unknown method {m!r}")
     embedder = Embedder()
     questions = [q.question for q in load_pubmedqa().queries]
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             for r in rows:
                 print(f"  {r['method']:<10} {str(r['filtered']):>8} {r['p50_ms']:>8} {r['p95_ms']:>8}")
     if args.json:
-        print(json.dumps({"results": results, "builds": builds, "default_method": retrieval.DEFAULT_METHOD,
+        print(json.dumps({"results": results, "builds": builds, "default_method": search.DEFAULT_METHOD,
                           "k": args.k, "command": " ".join(sys.argv)}, indent=2))
     return 0
 

@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_core.answer.retrieval import DEFAULT_METHOD, METHODS, QueryVectors, embed_queries, retrieve
 from rag_core.core.config import Settings
 from rag_core.core.models import Document, Passage, Progress, Section, SourceMeta
+from rag_core.retrieve.search import DEFAULT_METHOD, METHODS, QueryVectors, embed_queries, retrieve
 from rag_core.store.embeddings import LEXICAL_VERSION
 
 log = logging.getLogger(__name__)

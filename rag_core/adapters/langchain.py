@@ -1,6 +1,6 @@
 """LangChain adapters: DocChat's library as a LangChain retriever and vector store.
 
-`DocChatRetriever` runs DocChat's default hybrid retrieval (rag_core.answer.retrieval.retrieve) and `DocChatVectorStore`
+`DocChatRetriever` runs DocChat's default hybrid retrieval (rag_core.retrieve.search.retrieve) and `DocChatVectorStore`
 adds texts through DocChat's own loading, chunking and embedding path, so what a LangChain chain reads and writes
 is what the app reads and writes. Every returned Document carries what is needed to cite it (see
 rag_core.store.vector_store.chunk_metadata) plus its retrieval score. Usage: docs/langchain.md.
@@ -20,12 +20,12 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, field_validator
 
-from rag_core.answer.retrieval import DEFAULT_METHOD, METHODS, retrieve
 from rag_core.core.config import Settings, load_settings
 from rag_core.core.errors import DocumentNotFound, EmbeddingModelMismatch
 from rag_core.core.models import Document as DocChatDocument
 from rag_core.core.models import Passage
 from rag_core.ingest.loaders import load_bytes
+from rag_core.retrieve.search import DEFAULT_METHOD, METHODS, retrieve
 from rag_core.store.embeddings import Embedder
 from rag_core.store.vector_store import Store, chunk_metadata, open_store
 

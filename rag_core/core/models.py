@@ -179,7 +179,7 @@ class Chunk:
 
 
 class MatchKind(StrEnum):
-    """Why retrieval chose a passage, in a reader's terms (rag_core.answer.retrieval decides it; docs/retrieval.md)."""
+    """Why retrieval chose a passage, in a reader's terms (rag_core.retrieve.search decides it; docs/retrieval.md)."""
 
     WORDS = "words"  # it contains words of the question (stop words aside) but is not close to it in meaning
     MEANING = "meaning"  # it has none of the question's words: the search by meaning found it
@@ -196,7 +196,7 @@ class MatchLevel(StrEnum):
 
 @dataclass(frozen=True)
 class Match:
-    """Why and how well a retrieved passage matches the question (set by rag_core.answer.retrieval, every method)."""
+    """Why and how well a retrieved passage matches the question (set by rag_core.retrieve.search, every method)."""
 
     kind: MatchKind
     level: MatchLevel

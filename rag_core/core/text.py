@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,25 @@ def content_terms(text: str) -> Terms:
                 (opener if first else keys).add(stemmed)
         first = False
     return Terms(frozenset(words), frozenset(keys), frozenset(opener - keys))
+
+
+@functools.lru_cache(maxsize=256)
+def stem_phrase(text: str) -> str:
+    """The text as a space-padded string of word stems and numbers, without stop words ("Luther's Bible" and
+    "the Bible of Luther" differ; "Grammys" and "Grammy" do not)."""
+    out = []
+    for tok in TOKEN_RE.findall(text.replace("’", "'")):
+        low = tok.casefold()
+        if low in STOP_WORDS:
+            continue
+        out.append(low.replace(",", "") if low[0].isdigit() else stem(low))
+    return " " + " ".join(out) + " "
+
+
+def mentions(texts: Sequence[str], phrase: str) -> bool:
+    """Does any text contain the phrase's words in a row (stems; case, punctuation and stop words ignored)?"""
+    want = stem_phrase(phrase)
+    return bool(want.strip()) and any(want in stem_phrase(t) for t in texts)
 
 
 # --------------------------------------------------------------------------- counts

@@ -24,7 +24,6 @@ from datetime import datetime
 from pathlib import Path
 
 from rag_core.answer.generation import start_answer
-from rag_core.answer.retrieval import DEFAULT_METHOD, retrieve
 from rag_core.core.config import Settings
 from rag_core.core.errors import DemoTrouble, DocChatError, DocumentNotFound, SampleReadOnly
 from rag_core.core.models import Answer, Document, DocumentInfo, IngestStatus, Passage, Progress
@@ -32,6 +31,7 @@ from rag_core.demo.answers import DemoAnswerStream, llm_mode
 from rag_core.demo.quotas import Holdings, Ledger, Usage, visitors
 from rag_core.demo.samples import PREPARING_SAMPLES, SAMPLES_DIR, SAMPLES_STOP_WAIT_S, Preparation, load_shared
 from rag_core.ingest.loaders import load_bytes
+from rag_core.retrieve.search import DEFAULT_METHOD, retrieve
 from rag_core.service.library import IngestResult, Library, scoped_doc_id
 from rag_core.sources.wikipedia import RefreshReport, WikiImportResult, import_article, refresh
 

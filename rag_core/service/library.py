@@ -14,7 +14,6 @@ from pathlib import Path
 
 from rag_core.answer.injection.classifier import flag_vectors
 from rag_core.answer.injection.detect import flag_chunks
-from rag_core.answer.retrieval import retrieve
 from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
 from rag_core.core.errors import DocChatError, FileTooLarge, NotARegularFile, NoText
@@ -24,6 +23,7 @@ from rag_core.core.names import display_name, printable_text
 from rag_core.ingest.chunking import chunk_document, estimate
 from rag_core.ingest.loaders import check_size, load_bytes, read_file
 from rag_core.ingest.originals import KINDS_KEPT, delete_original, load_original, save_original
+from rag_core.retrieve.search import retrieve
 from rag_core.store.embeddings import Embedder
 from rag_core.store.migrate import migrate_if_needed
 from rag_core.store.replace import purge, remove, removed, replace_document, restore, retire

@@ -227,7 +227,7 @@ class Workspace(LinkedFolders):
     def test_retrieval(self, question: str) -> RetrievalTest:
         """The passages a question would read (DOCCHAT_TOP_K of this person's documents), ranked, each with why it was
         chosen, without asking a model; one friendly sentence when there is no question or no document."""
-        from rag_core.answer.retrieval import level_bounds
+        from rag_core.retrieve.search import level_bounds
 
         question = " ".join(question.split())
         low_below, high_from = level_bounds(self.settings.min_relevance)

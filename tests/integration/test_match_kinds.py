@@ -8,12 +8,12 @@ import json
 import pytest
 from store_helpers import BACKENDS, open_library
 
-from rag_core.answer.retrieval import METHODS, retrieve, retrieve_scored
 from rag_core.core.config import Settings
 from rag_core.core.errors import LimitReached
 from rag_core.core.models import Document, MatchKind, MatchLevel, Section, SourceMeta
 from rag_core.demo.hub import DemoHub, new_session_id
 from rag_core.demo.workspace import DemoWorkspace
+from rag_core.retrieve.search import METHODS, retrieve, retrieve_scored
 from rag_core.service.conversation_data import answer_from_dict, answer_to_dict
 from rag_core.service.jobs import IngestQueue
 from rag_core.service.workspace import TEST_EMPTY_LIBRARY, TEST_NO_QUESTION, LocalWorkspace

@@ -83,7 +83,7 @@ from ollama_server import OllamaServer, Reply  # noqa: E402
 from rag_core.answer import generation  # noqa: E402
 from rag_core.core.config import Settings  # noqa: E402
 from rag_core.service.library import Library  # noqa: E402
-from rag_core.answer.retrieval import retrieve  # noqa: E402
+from rag_core.retrieve.search import retrieve  # noqa: E402
 from rag_core.demo.hub import DemoHub, new_session_id  # noqa: E402
 
 docs = ROOT / "tests" / "fixtures" / "documents"

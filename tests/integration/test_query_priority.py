@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rag_core.answer.retrieval import embed_queries
 from rag_core.core.models import Chunk, SourceMeta
+from rag_core.retrieve.search import embed_queries
 from rag_core.store.embeddings import URGENT_RUN, FairLock
 
 WAIT_S = 10.0  # upper bound on any wait for a state: reached only when the test is failing

@@ -10,9 +10,9 @@ import pytest
 from store_helpers import BACKENDS, open_library
 
 from rag_core.adapters.cli.main import main as cli_main
-from rag_core.answer import retrieval
-from rag_core.answer.retrieval import METHODS, dedupe, merge_chunks, retrieve, retrieve_scored, zscore_fuse
 from rag_core.core.models import Chunk, Document, Passage, Section, SourceMeta
+from rag_core.retrieve import search
+from rag_core.retrieve.search import METHODS, dedupe, merge_chunks, retrieve, retrieve_scored, zscore_fuse
 
 pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
 
@@ -212,7 +212,7 @@ def test_relevance_is_the_best_cosine_in_scope(library, method):
     pump = library.ingest_document(_doc("pump"), owner="bob").doc_id
     store = library.store
     q = "How often is the impeller seal replaced?"
-    qv = retrieval.embed_queries(store, [q])[0]
+    qv = search.embed_queries(store, [q])[0]
     for doc_ids, owners in ((None, None), ([bees], None), (None, ["alice"]), ([bees, pump], ["bob", None])):
         got = retrieve_scored(store, q, k=3, doc_ids=doc_ids, owners=owners, method=method, vectors=qv)
         best = store.query(qv.dense, None, 1, doc_ids, owners)
@@ -233,19 +233,19 @@ def _eval_json(capsys, *args: str) -> tuple[int, dict]:
 def test_smoke_xquad_hybrid_default_beats_vector(tmp_path, capsys):
     """50 XQuAD questions (2 articles): telling paragraphs of one article apart is where words matter."""
     code, rep = _eval_json(capsys, "--dataset", "xquad", "--limit", "50", "--cache-dir", str(tmp_path),
-                           "--methods", "vector", retrieval.DEFAULT_METHOD)
-    assert code == 0 and rep["dataset"] == "xquad" and rep["default"] == retrieval.DEFAULT_METHOD
+                           "--methods", "vector", search.DEFAULT_METHOD)
+    assert code == 0 and rep["dataset"] == "xquad" and rep["default"] == search.DEFAULT_METHOD
     assert rep["questions"] == 50
-    vec, best = rep["methods"]["vector"], rep["methods"][retrieval.DEFAULT_METHOD]
+    vec, best = rep["methods"]["vector"], rep["methods"][search.DEFAULT_METHOD]
     assert set(best) == {"recall@1", "recall@5", "mrr@10"}
     assert best["recall@1"] >= vec["recall@1"] + 0.1  # measured 0.96 vs 0.76
     assert best["mrr@10"] > vec["mrr@10"] and best["recall@5"] >= vec["recall@5"]
     for f in rep["failures"]:
-        assert f["method"] == retrieval.DEFAULT_METHOD and f["rank"] != 1 and len(f["top"]) <= 5
+        assert f["method"] == search.DEFAULT_METHOD and f["rank"] != 1 and len(f["top"]) <= 5
         assert {"question", "expected", "top"} <= set(f)
     # A rerun reuses the cached collection (nothing is embedded again) and gives the same numbers.
     code, again = _eval_json(capsys, "--dataset", "xquad", "--limit", "50", "--cache-dir", str(tmp_path),
-                             "--methods", "vector", retrieval.DEFAULT_METHOD)
+                             "--methods", "vector", search.DEFAULT_METHOD)
     assert again["methods"] == rep["methods"]
 
 
@@ -260,9 +260,9 @@ def test_smoke_pubmedqa_default_keeps_vector_recall(tmp_path, capsys):
     XQuAD smoke run above asserts the default beating vector search.
     """
     code, rep = _eval_json(capsys, "--dataset", "pubmedqa", "--limit", "50", "--cache-dir", str(tmp_path),
-                           "--methods", "vector", retrieval.DEFAULT_METHOD)
+                           "--methods", "vector", search.DEFAULT_METHOD)
     assert code == 0 and rep["questions"] == 50
-    vec, best = rep["methods"]["vector"], rep["methods"][retrieval.DEFAULT_METHOD]
+    vec, best = rep["methods"]["vector"], rep["methods"][search.DEFAULT_METHOD]
     assert best["recall@5"] >= vec["recall@5"] and best["recall@5"] >= 0.98
     assert best["recall@1"] >= 0.94 and best["mrr@10"] >= 0.96
     assert len(rep["failures"]) == round(50 * (1 - best["recall@1"]))
@@ -280,9 +280,9 @@ def test_eval_on_own_questions_jsonl(settings, embedder, tmp_path, capsys):
         {"question": "Who rules a bee colony?", "expected": "a phrase that appears nowhere"},
     ]) + "\n", encoding="utf-8")
     code, rep = _eval_json(capsys, "--dataset", str(qs), "--data-dir", str(settings.data_dir),
-                           "--methods", "vector", retrieval.DEFAULT_METHOD)
+                           "--methods", "vector", search.DEFAULT_METHOD)
     assert code == 0 and rep["dataset"] == "mine" and rep["questions"] == 3
-    assert rep["methods"][retrieval.DEFAULT_METHOD]["recall@5"] == pytest.approx(2 / 3, abs=1e-3)
+    assert rep["methods"][search.DEFAULT_METHOD]["recall@5"] == pytest.approx(2 / 3, abs=1e-3)
     missed = [f for f in rep["failures"] if f["expected"] == "a phrase that appears nowhere"]
     assert missed and missed[0]["rank"] is None and missed[0]["top"][0]["title"] == "Honey bees"
 

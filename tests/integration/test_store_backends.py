@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from store_helpers import BACKENDS, open_library, open_store_for
 
-from rag_core.answer.retrieval import METHODS, embed_queries, retrieve, retrieve_scored
 from rag_core.core.config import Settings
 from rag_core.core.errors import LibraryBusy
 from rag_core.core.models import Chunk, Document, Section, SourceMeta
 from rag_core.ingest.chunking import chunk_document
+from rag_core.retrieve.search import METHODS, embed_queries, retrieve, retrieve_scored
 from rag_core.store.backends import COMPLETE, PENDING, RawPoint, Scope, Search, has_local_mode_library
 from rag_core.store.vector_store import chunk_to_document, document_payload
 

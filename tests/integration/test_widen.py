@@ -1,10 +1,10 @@
-"""The small-to-large read (rag_core.answer.widen) on a real library: a passage grows with its own section's
+"""The small-to-large read (rag_core.retrieve.widen) on a real library: a passage grows with its own section's
 neighbours within the budget, never into another section or another passage, and keeps its identity."""
 from __future__ import annotations
 
-from rag_core.answer import widen
-from rag_core.answer.retrieval import retrieve
 from rag_core.core.models import Document, Section, SourceMeta
+from rag_core.retrieve import widen
+from rag_core.retrieve.search import retrieve
 
 
 def _document() -> Document:

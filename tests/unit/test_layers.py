@@ -109,8 +109,8 @@ def test_the_import_contracts_hold():
     ("pages/chat.py", "from rag_core.service.jobs import JobView", "the data contract (core) BROKEN"),
     ("ui/sources.py", "import qdrant_client", "the data contract (core) BROKEN"),
     ("rag_core/store/vector_store.py", "from rag_core.service import workspace", "-> core BROKEN"),
-    ("rag_core/core/models.py", "from rag_core.answer import retrieval", "-> core BROKEN"),
-    ("rag_core/answer/retrieval.py", "from rag_core.ingest import chunking", "-> core BROKEN"),
+    ("rag_core/core/models.py", "from rag_core.retrieve import search", "-> core BROKEN"),
+    ("rag_core/retrieve/search.py", "from rag_core.ingest import chunking", "-> core BROKEN"),
     ("rag_core/service/render.py", "import ui.safe", "rag_core never imports the UI BROKEN"),
 ])
 def test_the_import_contracts_catch_a_breach(tmp_path, file, line, contract):

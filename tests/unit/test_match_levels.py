@@ -1,4 +1,4 @@
-"""The plain match a retrieved passage carries (rag_core.answer.retrieval.match_for / explain): its level from the
+"""The plain match a retrieved passage carries (rag_core.retrieve.search.match_for / explain): its level from the
 cosine and the existing thresholds, its kind from the question's words it contains, merged passages included; and
 the plain words the chat shows for it (ui.relevance)."""
 from __future__ import annotations
@@ -7,10 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from rag_core.answer.grounding.answerability import ON_TOPIC
-from rag_core.answer.retrieval import _dedupe, _question_words, explain, match_for, shared_words
 from rag_core.core.config import Settings
 from rag_core.core.models import Chunk, Match, MatchKind, MatchLevel, Passage, SourceMeta
+from rag_core.retrieve.search import ON_TOPIC, _dedupe, _question_words, explain, match_for, shared_words
 from ui import relevance
 
 MIN = Settings().min_relevance  # DOCCHAT_MIN_RELEVANCE: the "not in your documents" bar

@@ -1,8 +1,8 @@
-"""The rerank from existing signals (rag_core.answer.rerank) and the contextual-passage text (rag_core.store.context)."""
+"""The rerank from existing signals (rag_core.retrieve.rerank) and the contextual-passage text (rag_core.store.context)."""
 from __future__ import annotations
 
-from rag_core.answer import rerank as rr
 from rag_core.core.models import Chunk, Match, MatchKind, MatchLevel, Passage, SourceMeta
+from rag_core.retrieve import rerank as rr
 from rag_core.store import context
 
 SOURCE = SourceMeta(file_name="a.md", title="Annual report", kind="md", sha256="x")

@@ -21,12 +21,12 @@ Bundled datasets are ingested through the normal path into their own cached libr
 
 
 class _Methods:
-    """The retrieval methods (rag_core.answer.retrieval.METHODS) as argparse `choices`, read when a command line is
+    """The retrieval methods (rag_core.retrieve.search.METHODS) as argparse `choices`, read when a command line is
     checked or `eval --help` shown: importing retrieval loads the search engine, which no other command's start
     should wait for (issue 28)."""
 
     def _names(self) -> tuple[str, ...]:
-        from rag_core.answer.retrieval import METHODS
+        from rag_core.retrieve.search import METHODS
 
         return METHODS
 
@@ -58,7 +58,7 @@ def _progress(stage: str, done: int, total: int) -> None:
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     """Run the evaluation and print a table (or JSON)."""
     from rag_core.adapters import evaluation as ev
-    from rag_core.answer.retrieval import DEFAULT_METHOD, METHODS
+    from rag_core.retrieve.search import DEFAULT_METHOD, METHODS
     from rag_core.service.library import Library
 
     try:

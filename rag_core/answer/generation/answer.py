@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from rag_core.answer import widen
 from rag_core.answer.generation.chat import ChatBackend, backend_for
 from rag_core.answer.generation.extractive import EXTRACTIVE_PASSAGES, extractive_answer, tidy_answer_text
 from rag_core.answer.generation.notices import (
@@ -49,11 +48,12 @@ from rag_core.answer.grounding.evidence import verify_answer
 from rag_core.answer.grounding.quotes import Candidate, rank_quotes
 from rag_core.answer.injection.detect import mark_answer
 from rag_core.answer.language import with_language_notice
-from rag_core.answer.retrieval import embed_queries, phrase_in_library, retrieve_scored
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, LLMError
 from rag_core.core.models import Answer, AnswerMode, Passage, StageEvent, Step
 from rag_core.core.text import is_refusal
+from rag_core.retrieve import widen
+from rag_core.retrieve.search import embed_queries, phrase_in_library, retrieve_scored
 
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_core.language_models import BaseChatModel
@@ -213,7 +213,7 @@ class AnswerStream:
         t = self._mark("embed_query", t)
         found = retrieve_scored(self.library.store, query, self.k, self.doc_ids, self.owners, vectors=vectors)
         self.passages = (widen.widen(self.library.store, found.passages, self.owners) if widen.WIDEN_READ
-                         else found.passages)  # the small-to-large read, when on (rag_core/answer/widen.py)
+                         else found.passages)  # the small-to-large read, when on (rag_core/retrieve/widen.py)
         self._mark("retrieve", t)
         self._enter(Step.READ)
         return qvec, found.relevance  # the best chunk's dense cosine, from the same request as the passages

@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 
 from rag_core.answer.grounding.quotes import ANSWER_KIND_WORDS, GENERIC_WORDS, Candidate, quote_text
 from rag_core.core.models import Passage
-from rag_core.core.text import STOP_WORDS, TOKEN_RE, content_terms, sentences, stem
+from rag_core.core.text import STOP_WORDS, TOKEN_RE, content_terms, mentions, sentences, stem_phrase
+from rag_core.retrieve.search import ON_TOPIC
 
 # Measured on the tune split (benchmarks/answers.py --tune): see docs/faithfulness.md.
 MIN_SUPPORT = 0.2  # not a direct answer: less than this share of the question words in the best quote (bridged) ...
@@ -29,8 +30,9 @@ MIN_QUOTE_SCORE = 2.0  # ... or a best quote scoring below this (rag_core.answer
 MIN_ASKED = 0.2  # ... or less than this share of what it asks about (its words other than names: "cost" of
 # "How much does the LinnSequencer cost?") in the best quote ...
 DIRECT_COSINE = 0.6  # ... unless the best quote is this close in meaning to the question
-ON_TOPIC = 0.5  # a passage this close in meaning (cosine) is about the question: a missing *name* may just be what
-# the person calls the document ("the Zen of Python" for a file of its aphorisms); a missing number still refuses
+# ON_TOPIC (rag_core.retrieve.search, where the Match levels use it too): a passage this close in meaning (cosine)
+# is about the question: a missing *name* may just be what the person calls the document ("the Zen of Python" for a
+# file of its aphorisms); a missing number still refuses
 ON_TOPIC_SENTENCE = 0.5  # ... or a quotable sentence this close
 OFF_RELEVANCE = 0.38  # off-topic: the best passage farther than this (cosine) ...
 OFF_COSINE = 0.4  # ... and the best sentence farther than this ...
@@ -91,25 +93,6 @@ def key_phrases(question: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-@functools.lru_cache(maxsize=256)
-def _stems(text: str) -> str:
-    """The text as a space-padded string of word stems and numbers, without stop words ("Luther's Bible" and
-    "the Bible of Luther" differ; "Grammys" and "Grammy" do not)."""
-    out = []
-    for tok in TOKEN_RE.findall(text.replace("’", "'")):
-        low = tok.casefold()
-        if low in STOP_WORDS:
-            continue
-        out.append(low.replace(",", "") if low[0].isdigit() else stem(low))
-    return " " + " ".join(out) + " "
-
-
-def mentions(texts: Sequence[str], phrase: str) -> bool:
-    """Does any text contain the phrase's words in a row (stems; case, punctuation and stop words ignored)?"""
-    want = _stems(phrase)
-    return bool(want.strip()) and any(want in _stems(t) for t in texts)
-
-
 def analogue(texts: Sequence[str], phrase: str) -> str | None:
     """A phrase of the texts like `phrase` with another number or last name ("Super Bowl 50" for "Super Bowl 51")."""
     words = phrase.split()
@@ -137,7 +120,7 @@ def _units(phrase: str) -> list[str]:
     for i, w in enumerate(words):
         if w[0].isdigit() and i and words[i - 1][:1].isupper() and not re.search(r"['’]s?$", words[i - 1]):
             out.append(f"{words[i - 1]} {w}")
-        elif _stems(w).strip():
+        elif stem_phrase(w).strip():
             out.append(_strip_possessive(w))
     return out
 

@@ -18,18 +18,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from rag_core.answer.grounding.answerability import ON_TOPIC, mentions
-from rag_core.answer.rerank import RERANK_DEPTH, rerank
 from rag_core.core.models import Chunk, Match, MatchKind, MatchLevel, Passage
-from rag_core.core.text import STOP_WORDS, TOKEN_RE, content_terms, stem
+from rag_core.core.text import STOP_WORDS, TOKEN_RE, content_terms, mentions, stem
+from rag_core.retrieve.rerank import RERANK_DEPTH, rerank
 from rag_core.store.backends import Search
 from rag_core.store.vector_store import Store
 
 if TYPE_CHECKING:  # pragma: no cover - type only: importing langchain-qdrant takes seconds (issue 28)
     from langchain_qdrant import SparseVector
 
-METHODS = ("vector", "lexical", "rrf", "dbsf", "zscore", "rerank")  # rerank: zscore, then rag_core.answer.rerank
+METHODS = ("vector", "lexical", "rrf", "dbsf", "zscore", "rerank")  # rerank: zscore, then rag_core.retrieve.rerank
 DEFAULT_METHOD = "zscore"
+ON_TOPIC = 0.5  # a passage this close in meaning (cosine) is about the question: the Match level "high" from here, and
+# rag_core.answer.grounding.answerability's test of a question whose name is missing (tuned there: docs/faithfulness.md)
 DENSE_WEIGHT = 0.5  # share of the dense z-score in the zscore mix (lexical gets the rest); measured in docs/retrieval.md
 CANDIDATES = 50  # candidates per list for fusion
 OVERFETCH = 2  # fetch k * OVERFETCH + 4 before de-duplication so k passages remain
