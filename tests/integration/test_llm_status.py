@@ -7,9 +7,9 @@ import socket
 import pytest
 from ollama_server import OllamaServer, PullScript
 
-from rag_core.answer.model_server import OllamaStatus, PullMeter, PullProgress, ollama_status, pull_model
 from rag_core.core.config import Settings
 from rag_core.core.errors import ModelPullFailed, OllamaUnavailable
+from rag_core.llm.ollama import OllamaStatus, PullMeter, PullProgress, ollama_status, pull_model
 
 
 @pytest.fixture(autouse=True)

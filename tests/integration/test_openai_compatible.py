@@ -12,11 +12,11 @@ import pytest
 from ollama_server import Reply
 
 from rag_core.answer import generation as gen
-from rag_core.answer.generation.chat import backend_for
-from rag_core.answer.model_server import model_status
 from rag_core.core.config import Settings
 from rag_core.core.errors import ModelNotPulled, OllamaUnavailable, WrongServer
 from rag_core.core.models import Step
+from rag_core.llm.chat import backend_for
+from rag_core.llm.ollama import model_status
 from rag_core.service.runtime import Runtime
 from tests.openai_server import OpenAIServer, WebPageServer
 

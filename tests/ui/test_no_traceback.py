@@ -113,12 +113,12 @@ def test_a_turn_that_cannot_be_redrawn_is_one_sentence_and_the_rest_of_the_chat_
 
 
 def test_a_failing_settings_section_leaves_the_rest_of_the_page(app, monkeypatch):
-    import rag_core.answer.model_server
+    import rag_core.llm.ollama
 
     def broken(settings):
         raise RuntimeError(SECRET)
 
-    monkeypatch.setattr(rag_core.answer.model_server, "ollama_status", broken)
+    monkeypatch.setattr(rag_core.llm.ollama, "ollama_status", broken)
     at = new_app("pages/settings.py")
     assert not at.exception and SECRET not in _page(at)
     assert [plain(e) for e in texts(at.error)] == [DRAW_FAILED]

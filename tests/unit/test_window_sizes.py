@@ -1,9 +1,9 @@
 """Reading a model server's refusal for size, and fitting DocChat's budget to a learnt window (issue 47)."""
 from __future__ import annotations
 
-from rag_core.answer.context_window import fit, size_refusal
 from rag_core.core.config import Settings
 from rag_core.core.errors import ContextTooSmall, LLMError
+from rag_core.llm.context_window import fit, size_refusal
 
 LLAMA_CPP = {"code": 400, "message": "request (5499 tokens) exceeds the available context size (4096 tokens), try "
              "increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 5499, "n_ctx": 4096}

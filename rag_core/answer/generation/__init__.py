@@ -10,15 +10,6 @@ from rag_core.answer.generation.answer import (
     answer,
     start_answer,
 )
-from rag_core.answer.generation.chat import (
-    MODEL_FAILED,
-    ChatBackend,
-    ThinkFilter,
-    backend_for,
-    chat_messages,
-    chat_model,
-    strip_thinking,
-)
 from rag_core.answer.generation.extractive import (
     CLOSEST_LABEL,
     EXTRACTIVE_LABEL,
@@ -76,6 +67,15 @@ from rag_core.answer.generation.prompt import (
 )
 from rag_core.core.models import Answer, AnswerMode
 from rag_core.core.text import is_refusal
+from rag_core.llm.chat import (
+    MODEL_FAILED,
+    ChatBackend,
+    ThinkFilter,
+    backend_for,
+    chat_messages,
+    chat_model,
+    strip_thinking,
+)
 
 __all__ = [
     "CHARS_PER_TOKEN", "CLOSEST_LABEL", "EXTRACTIVE_LABEL", "EXTRACTIVE_MARGIN", "EXTRACTIVE_MAX_CHARS", "EXTRACTIVE_PASSAGES",

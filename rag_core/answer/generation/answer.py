@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from rag_core.answer.generation.chat import ChatBackend, backend_for
 from rag_core.answer.generation.extractive import EXTRACTIVE_PASSAGES, extractive_answer, tidy_answer_text
 from rag_core.answer.generation.notices import (
     DETAILS_EMPTY,
@@ -52,6 +51,7 @@ from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, LLMError
 from rag_core.core.models import Answer, AnswerMode, Passage, StageEvent, Step
 from rag_core.core.text import is_refusal
+from rag_core.llm.chat import ChatBackend, backend_for
 from rag_core.retrieve import widen
 from rag_core.retrieve.search import embed_queries, phrase_in_library, retrieve_scored
 

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rag_core.answer import context_window
-from rag_core.answer.generation.chat import LENGTH, STOP, ChatBackend, ThinkFilter, chat_messages
 from rag_core.answer.generation.repetition import Loop, RepetitionGuard
 from rag_core.answer.grounding.evidence import MATCHED, NO_CLAIM, VERIFIED, claim_text, unbacked_sentences
 from rag_core.core.errors import ContextTooSmall, DocChatError, LLMError, LLMTimeout, StreamInterrupted
 from rag_core.core.models import Answer
+from rag_core.llm import context_window
+from rag_core.llm.chat import LENGTH, STOP, ChatBackend, ThinkFilter, chat_messages
 
 if TYPE_CHECKING:  # pragma: no cover
     from rag_core.answer.generation.prompt import Prompt
@@ -129,7 +129,7 @@ def read_stream(chat: ChatBackend, prompt: Prompt, answer_tokens: int, partial: 
 
     A request the server refuses for its size (ContextTooSmall) is sent once more, smaller (`prompt.shrink` makes it
     from the refusal; none: not retried); `Streamed.prompt` is the prompt sent last. A refusal that stands names the
-    server's window when the server said it (in the refusal, or where rag_core.answer.context_window asks)."""
+    server's window when the server said it (in the refusal, or where rag_core.llm.context_window asks)."""
     got = yield from _stream_once(chat, prompt, answer_tokens, partial, on_first)
     fault = got.fault
     if isinstance(fault, ContextTooSmall) and chat.provider is not None:

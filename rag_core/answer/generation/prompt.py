@@ -7,12 +7,12 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from rag_core.answer.context_window import fit, learn
-from rag_core.answer.generation.chat import ChatBackend, backend_for, chat_messages, strip_thinking
 from rag_core.answer.injection.detect import is_flagged
 from rag_core.core.config import Settings
 from rag_core.core.errors import ContextTooSmall, LLMError
 from rag_core.core.models import Passage
+from rag_core.llm.chat import ChatBackend, backend_for, chat_messages, strip_thinking
+from rag_core.llm.context_window import fit, learn
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ def _fewer(question: str, passages: Sequence[Passage], settings: Settings, fault
 
 
 def fitted(settings: Settings, ask: bool = True) -> Settings:
-    """`settings` fitted to the context window of the configured model server (rag_core.answer.context_window);
+    """`settings` fitted to the context window of the configured model server (rag_core.llm.context_window);
     unchanged when `ask` is False (no model, or a chat model given by the caller) or the server does not say."""
     if not ask or not settings.chat_model_name:
         return settings

@@ -14,8 +14,6 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from rag_core.answer.context_window import fit
-from rag_core.answer.generation.chat import LENGTH, ChatBackend
 from rag_core.answer.generation.outcome import Streamed, read_stream
 from rag_core.answer.generation.prompt import (
     CHARS_PER_TOKEN,
@@ -32,6 +30,8 @@ from rag_core.answer.summaries.prompts import MAP_SYSTEM, MAP_TASK, REDUCE_SYSTE
 from rag_core.core.config import Settings
 from rag_core.core.errors import ContextTooSmall, LLMError
 from rag_core.core.models import Passage
+from rag_core.llm.chat import LENGTH, ChatBackend
+from rag_core.llm.context_window import fit
 
 log = logging.getLogger(__name__)
 

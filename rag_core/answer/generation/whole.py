@@ -13,7 +13,6 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rag_core.answer.generation import reading as mr
-from rag_core.answer.generation.chat import backend_for
 from rag_core.answer.generation.notices import DETAILS_NO_MODEL, details_extra
 from rag_core.answer.grounding.citations import resolve
 from rag_core.answer.intent import Intent, IntentKind, classify
@@ -41,6 +40,7 @@ from rag_core.answer.summaries.text import (
 from rag_core.core.config import Settings
 from rag_core.core.errors import LLMError
 from rag_core.core.models import Answer, AnswerMode, DocumentInfo, Passage, Step
+from rag_core.llm.chat import backend_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_core.language_models import BaseChatModel

@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rag_core.answer.model_server import CONNECT_TIMEOUT_S, client_kwargs, translate_error
 from rag_core.core.config import Settings
 from rag_core.core.errors import LLMError, OllamaFailed
+from rag_core.llm.ollama import CONNECT_TIMEOUT_S, client_kwargs, translate_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_core.language_models import BaseChatModel
@@ -35,7 +35,7 @@ def _init_chat_model(provider: str, host: str, model: str, api_key: str | None, 
     if provider == OPENAI:
         import openai
 
-        from rag_core.answer.openai_compat import NO_KEY
+        from rag_core.llm.openai_compat import NO_KEY
 
         return init_chat_model(f"openai:{model}", base_url=host, api_key=api_key or NO_KEY, max_retries=0,
                                timeout=openai.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout)))
@@ -66,7 +66,7 @@ class ChatBackend:
     The configured model (`provider` "ollama" or "openai") gets its options with every call (Ollama: num_ctx,
     num_predict, temperature; OpenAI-compatible: max_completion_tokens, temperature), must end its stream with the
     server's end mark (Ollama's "done" line, a finish_reason), and has its faults explained with advice for that
-    server (rag_core.answer.model_server.translate_error). Any other chat model (`provider` None) is called as
+    server (rag_core.llm.ollama.translate_error). Any other chat model (`provider` None) is called as
     configured, and its faults become one generic sentence."""
 
     model: BaseChatModel
@@ -117,7 +117,7 @@ class ChatBackend:
         """ModelNotPulled when this is an OpenAI-compatible server that lists its models without this one; else None."""
         if self.provider != OPENAI:
             return None  # Ollama says "not found" itself
-        from rag_core.answer.openai_compat import unserved_model
+        from rag_core.llm.openai_compat import unserved_model
 
         return unserved_model(self.settings, self.name)
 

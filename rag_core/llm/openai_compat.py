@@ -12,8 +12,6 @@ from typing import Any
 import httpx
 import openai
 
-from rag_core.answer.context_window import size_refusal
-from rag_core.answer.server_status import CONNECT_TIMEOUT_S, STATUS_TIMEOUT_S, OllamaStatus, unreachable
 from rag_core.core.config import Settings
 from rag_core.core.errors import (
     ContextTooSmall,
@@ -26,6 +24,8 @@ from rag_core.core.errors import (
     StreamInterrupted,
     WrongServer,
 )
+from rag_core.llm.context_window import size_refusal
+from rag_core.llm.server_status import CONNECT_TIMEOUT_S, STATUS_TIMEOUT_S, OllamaStatus, unreachable
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Talking to the model server outside of answering: connection options, status for the Settings page, model pulls
-(Ollama), and the user-facing sentence for each fault. The OpenAI-compatible side is in rag_core.answer.openai_compat."""
+(Ollama), and the user-facing sentence for each fault. The OpenAI-compatible side is in rag_core.llm.openai_compat."""
 from __future__ import annotations
 
 import json
@@ -11,8 +11,6 @@ from typing import Any
 import httpx
 import ollama
 
-from rag_core.answer.context_window import size_refusal
-from rag_core.answer.server_status import CONNECT_TIMEOUT_S, STATUS_TIMEOUT_S, OllamaStatus, unreachable
 from rag_core.core.config import Settings
 from rag_core.core.errors import (
     ContextTooSmall,
@@ -26,6 +24,8 @@ from rag_core.core.errors import (
     StreamInterrupted,
     WrongServer,
 )
+from rag_core.llm.context_window import size_refusal
+from rag_core.llm.server_status import CONNECT_TIMEOUT_S, STATUS_TIMEOUT_S, OllamaStatus, unreachable
 
 log = logging.getLogger(__name__)
 __all__ = ["CONNECT_TIMEOUT_S", "STATUS_TIMEOUT_S", "OllamaStatus", "unreachable"]  # re-exported: server_status.py
@@ -51,7 +51,7 @@ def translate_error(exc: BaseException, settings: Settings, model: str | None = 
     if isinstance(exc, LLMError):
         return exc
     if settings.chat_provider == "openai":
-        from rag_core.answer.openai_compat import translate_openai_error
+        from rag_core.llm.openai_compat import translate_openai_error
 
         return translate_openai_error(exc, settings, model)
     if isinstance(exc, json.JSONDecodeError):  # an answer that is not Ollama's JSON: a web page, another server
@@ -77,7 +77,7 @@ def translate_error(exc: BaseException, settings: Settings, model: str | None = 
 def model_status(settings: Settings) -> OllamaStatus:
     """Whether the chat model's server answers and which models it has (never raises)."""
     if settings.chat_provider == "openai":
-        from rag_core.answer.openai_compat import openai_status
+        from rag_core.llm.openai_compat import openai_status
 
         return openai_status(settings)
     return ollama_status(settings)

@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 
-from rag_core.answer.server_status import CONNECT_TIMEOUT_S, STATUS_TIMEOUT_S
 from rag_core.core.config import Settings
+from rag_core.llm.server_status import CONNECT_TIMEOUT_S, STATUS_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """What both kinds of model server share outside of answering: the timeouts for asking them, and the status the
-Settings page shows (rag_core.answer.model_server for Ollama, rag_core.answer.openai_compat for OpenAI-compatible)."""
+Settings page shows (rag_core.llm.ollama for Ollama, rag_core.llm.openai_compat for OpenAI-compatible)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
