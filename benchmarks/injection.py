@@ -1,4 +1,4 @@
-"""Instruction detection (rag_core.answer.injection.detect) on benchmarks/data/injection.jsonl: passages that address an AI
+"""Instruction detection (rag_core.injection.detect) on benchmarks/data/injection.jsonl: passages that address an AI
 (injected) against ordinary ones, many full of imperatives (manuals, recipes, safety sheets, exam papers, contracts,
 licences, patient leaflets) and encyclopedia paragraphs and abstracts.
 
@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_core.answer.injection import detect as injection
+from rag_core.injection import detect as injection
 
 DATA = Path(__file__).resolve().parent / "data" / "injection.jsonl"
 SPLITS = ("tune", "test")

@@ -1,12 +1,12 @@
-"""Train the instruction classifier (rag_core/answer/injection/classifier.py) on the tune half of benchmarks/data/injection.jsonl
-plus benchmarks/data/injection_extra.jsonl, and write rag_core/answer/injection/weights.json.
+"""Train the instruction classifier (rag_core/injection/classifier.py) on the tune half of benchmarks/data/injection.jsonl
+plus benchmarks/data/injection_extra.jsonl, and write rag_core/injection/weights.json.
 
 Logistic regression (L2, Newton's method, numpy only) on the bundled all-MiniLM-L6-v2 vector of each passage. The
 regularisation and the threshold are chosen by 5-fold cross-validation within the tune rows: the threshold is the
 lowest that keeps out-of-fold false flags at or under MAX_FALSE_FLAGS of the ordinary tune passages. The test half is
 never read for training; `--evaluate` prints both halves for the rules alone and for rules OR classifier.
 
-Run:  .venv/bin/python -m benchmarks.injection_train              # writes rag_core/answer/injection/weights.json
+Run:  .venv/bin/python -m benchmarks.injection_train              # writes rag_core/injection/weights.json
       .venv/bin/python -m benchmarks.injection_train --evaluate   # figures with the shipped weights
 """
 from __future__ import annotations
@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.injection import DATA, Row, load
-from rag_core.answer.injection import classifier as injection_model
-from rag_core.answer.injection import detect as injection
 from rag_core.core.config import DEFAULT_EMBEDDING_MODEL
+from rag_core.injection import classifier as injection_model
+from rag_core.injection import detect as injection
 
 EXTRA = DATA.with_name("injection_extra.jsonl")
 FOLDS = 5

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 from rag_core.answer.grounding.evidence import verify_answer
 from rag_core.answer.grounding.quotes import passage_candidates
-from rag_core.answer.injection.detect import mark_answer
 from rag_core.answer.intent import Intent, IntentKind
 from rag_core.answer.notices import DETAILS_EMPTY, NOTICE_EMPTY, details_extra
 from rag_core.core.config import Settings
 from rag_core.core.formats import format_of
 from rag_core.core.models import Answer, AnswerMode, Citation, CitationStatus, DocKind, DocumentInfo, Passage
 from rag_core.core.text import content_terms, plural
+from rag_core.injection.detect import mark_answer
 from rag_core.retrieve.search import embed_queries, zscore_fuse
 from rag_core.store.backends import Search
 

@@ -136,7 +136,7 @@ class Document:
     # Character offset in `text` at which each page begins (page 1 first); empty if not paged.
     page_starts: tuple[int, ...] = ()
     # Runs of text the loader saw drawn invisibly (white or tiny text in a PDF, hidden or white runs in Word); they
-    # are part of `text` too. rag_core.answer.injection.detect counts them as a cue when it flags chunks.
+    # are part of `text` too. rag_core.injection.detect counts them as a cue when it flags chunks.
     hidden_text: tuple[str, ...] = ()
 
     def page_at(self, offset: int) -> int | None:
@@ -160,7 +160,7 @@ class Chunk:
     heading_path: tuple[str, ...]
     source: SourceMeta
     anchor: str | None = None
-    instructions: bool = False  # the text holds instructions addressed to an AI (rag_core.answer.injection.detect, set at ingest)
+    instructions: bool = False  # the text holds instructions addressed to an AI (rag_core.injection.detect, set at ingest)
 
     @property
     def point_id(self) -> str:

@@ -12,8 +12,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rag_core.answer.injection.classifier import flag_vectors
-from rag_core.answer.injection.detect import flag_chunks
 from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
 from rag_core.core.errors import DocChatError, FileTooLarge, NotARegularFile, NoText
@@ -23,6 +21,8 @@ from rag_core.core.names import display_name, printable_text
 from rag_core.ingest.chunking import chunk_document, estimate
 from rag_core.ingest.loaders import check_size, load_bytes, read_file
 from rag_core.ingest.originals import KINDS_KEPT, delete_original, load_original, save_original
+from rag_core.injection.classifier import flag_vectors
+from rag_core.injection.detect import flag_chunks
 from rag_core.retrieve.search import retrieve
 from rag_core.store.embeddings import Embedder
 from rag_core.store.migrate import migrate_if_needed

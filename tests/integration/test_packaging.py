@@ -60,7 +60,7 @@ def test_the_wheel_carries_the_app_and_declares_the_dependencies(tmp_path):
     assert app <= names, f"missing from the wheel: {sorted(app - names)}"
     code = {p.relative_to(source).as_posix() for top in ("rag_core", "ui") for p in (source / top).rglob("*.py")}
     assert code <= names, f"missing from the wheel: {sorted(code - names)}"
-    assert "rag_core/answer/injection/weights.json" in names
+    assert "rag_core/injection/weights.json" in names
     assert not {n for n in names if n.startswith(("tests/", "data/", "benchmarks/", "docchat_app/tests/"))}
 
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]

@@ -1,4 +1,4 @@
-"""Instructions addressed to an AI in document text (rag_core.answer.injection.detect): what is flagged and what is not, the
+"""Instructions addressed to an AI in document text (rag_core.injection.detect): what is flagged and what is not, the
 measured set, the hidden-text cue from the loaders, the payload flag, the prompt's marking and the reply's notice."""
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 
 from rag_core.answer.generation.prompt import FLAGGED_ATTRIBUTE, SYSTEM_PROMPT, build_prompt, render_source
 from rag_core.answer.grounding.evidence import FLAGGED, MATCHED, UNSUPPORTED, VERIFIED
-from rag_core.answer.injection import detect as injection
-from rag_core.answer.injection.detect import NOTICE_INSTRUCTIONS, detect, flag_chunks, flagged_citations, mark_answer
 from rag_core.core.config import Settings
 from rag_core.core.models import Answer, Chunk, Citation, Passage, SourceMeta
+from rag_core.injection import detect as injection
+from rag_core.injection.detect import NOTICE_INSTRUCTIONS, detect, flag_chunks, flagged_citations, mark_answer
 from rag_core.store.backends.layout import chunk_from_payload, chunk_metadata, chunk_to_document, document_payload
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "injection.jsonl"

@@ -1,4 +1,4 @@
-"""The instruction classifier on chunk vectors (rag_core.answer.injection.classifier): its bundled weights, what it flags that
+"""The instruction classifier on chunk vectors (rag_core.injection.classifier): its bundled weights, what it flags that
 the rules miss, what it leaves alone, and the flag it sets at ingest."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from rag_core.answer.injection import classifier as injection_model
-from rag_core.answer.injection import detect as injection
 from rag_core.core.models import Chunk, SourceMeta
+from rag_core.injection import classifier as injection_model
+from rag_core.injection import detect as injection
 
 # Written for this test (not in benchmarks/data): instructions to whoever writes the reply, in wordings no rule covers
 # or only half covers.

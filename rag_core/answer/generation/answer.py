@@ -45,12 +45,12 @@ from rag_core.answer.grounding import citations as cites
 from rag_core.answer.grounding.answerability import Verdict
 from rag_core.answer.grounding.evidence import verify_answer
 from rag_core.answer.grounding.quotes import Candidate, rank_quotes
-from rag_core.answer.injection.detect import mark_answer
 from rag_core.answer.language import with_language_notice
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, LLMError
 from rag_core.core.models import Answer, AnswerMode, Passage, StageEvent, Step
 from rag_core.core.text import is_refusal
+from rag_core.injection.detect import mark_answer
 from rag_core.llm.chat import ChatBackend, backend_for
 from rag_core.retrieve import widen
 from rag_core.retrieve.search import embed_queries, phrase_in_library, retrieve_scored

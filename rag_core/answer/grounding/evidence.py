@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 VERIFIED, UNSUPPORTED, MATCHED = CitationStatus.VERIFIED, CitationStatus.UNSUPPORTED, CitationStatus.MATCHED
 NO_CLAIM = CitationStatus.NO_CLAIM  # sentence status only: nothing to check (a heading line, a refusal, filler)
-# Set after verification by rag_core.answer.injection.detect.mark_answer: the passage backs the sentence (verified or matched) but
+# Set after verification by rag_core.injection.detect.mark_answer: the passage backs the sentence (verified or matched) but
 # holds instructions addressed to an AI, so the words came from the document and may be an instruction, not a fact.
 FLAGGED = CitationStatus.FLAGGED
 

@@ -159,7 +159,7 @@ def _run_hidden(rpr: etree._Element | None) -> bool:
 
 
 def _hidden_runs(body: etree._Element) -> tuple[str, ...]:
-    """The text of hidden runs, consecutive ones of a paragraph joined (rag_core.answer.injection.detect counts them as a cue)."""
+    """The text of hidden runs, consecutive ones of a paragraph joined (rag_core.injection.detect counts them as a cue)."""
     out: list[str] = []
     for p in body.iter(_P):
         current: list[str] = []

@@ -25,7 +25,7 @@ def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
         "heading_path": list(chunk.heading_path),
         "anchor": chunk.anchor,
         "source": asdict(src),
-        "instructions": chunk.instructions,  # holds instructions addressed to an AI (rag_core.answer.injection.detect)
+        "instructions": chunk.instructions,  # holds instructions addressed to an AI (rag_core.injection.detect)
         # Flat copies for LangChain users and prompts (document_to_chunk reads the fields above).
         "title": src.title,
         "section": chunk.section,

@@ -1,5 +1,5 @@
-"""The vocabulary of rag_core.answer.injection.detect's cues: the families (`Cue`), the `Rule` type and the word lists the rules
-in rag_core.answer.injection.rules are built from (names of AI readers, of instructions, of "the user", of replies).
+"""The vocabulary of rag_core.injection.detect's cues: the families (`Cue`), the `Rule` type and the word lists the rules
+in rag_core.injection.rules are built from (names of AI readers, of instructions, of "the user", of replies).
 
 A rule only runs when the text has a word beginning with one of its `needs` (a cheap set test that skips most
 patterns on most passages); text with Chinese or Japanese characters runs every rule.
@@ -92,7 +92,7 @@ class Rule:
     pattern: re.Pattern[str]
 
     def may_match(self, words: frozenset[str]) -> bool:
-        """Whether text with these word beginnings (rag_core.answer.injection.detect) can match at all."""
+        """Whether text with these word beginnings (rag_core.injection.detect) can match at all."""
         return all(not group.isdisjoint(words) for group in self.needs)
 
 

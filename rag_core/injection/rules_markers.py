@@ -1,9 +1,9 @@
-"""Cues of rag_core.answer.injection.detect that are markers: system and chat-template tokens (`Cue.SYSTEM`), secrecy, exfiltration
-through the reply and hidden markup; see rag_core.answer.injection.rules.
+"""Cues of rag_core.injection.detect that are markers: system and chat-template tokens (`Cue.SYSTEM`), secrecy, exfiltration
+through the reply and hidden markup; see rag_core.injection.rules.
 """
 from __future__ import annotations
 
-from rag_core.answer.injection.lexicon import (
+from rag_core.injection.lexicon import (
     REPLY,
     USER,
     Cue,

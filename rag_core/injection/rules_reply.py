@@ -1,9 +1,9 @@
-"""Cues of rag_core.answer.injection.detect about the reply: what to tell the user (`Cue.RELAY`) and directives about the answer
-itself (`Cue.OUTPUT`); see rag_core.answer.injection.rules.
+"""Cues of rag_core.injection.detect about the reply: what to tell the user (`Cue.RELAY`) and directives about the answer
+itself (`Cue.OUTPUT`); see rag_core.injection.rules.
 """
 from __future__ import annotations
 
-from rag_core.answer.injection.lexicon import (
+from rag_core.injection.lexicon import (
     DOC,
     REPLY,
     TELL,

@@ -2,7 +2,7 @@
 
 A passage is flagged when it speaks *to the assistant* (or tells it what to tell "the user"), not when it merely
 gives instructions: manuals, recipes, exam papers and contracts are full of imperatives, and none of them addresses a
-language model. Each family of cues (rag_core.answer.injection.rules.Cue: the text addresses an AI, overrides earlier
+language model. Each family of cues (rag_core.injection.rules.Cue: the text addresses an AI, overrides earlier
 instructions, reassigns a role, says what to tell the user, directs the reply, carries system or chat-template
 markers, hides itself from the person, smuggles a link or secret out through the reply, or hides in markup) is a
 weak signal on its own (text *about* prompts subtracts, once per passage); a passage is flagged when the families found within `WINDOW` neighbouring sentences add up
@@ -22,10 +22,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from rag_core.answer.grounding.evidence import FLAGGED, MATCHED, VERIFIED
-from rag_core.answer.injection.lexicon import CJK, MENTION, PREFIX, Cue, Rule
-from rag_core.answer.injection.rules import RULES
-from rag_core.core.models import Answer, Chunk, Citation, Passage
+from rag_core.core.models import Answer, Chunk, Citation, CitationStatus, Passage
+from rag_core.injection.lexicon import CJK, MENTION, PREFIX, Cue, Rule
+from rag_core.injection.rules import RULES
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +221,8 @@ def mark_answer(answer: Answer) -> Answer:
     citations = []
     for c in answer.citations:
         p = _flag_passage(c.passage, seen)
-        status = FLAGGED if p.chunk.instructions and c.status in (VERIFIED, MATCHED) else c.status
+        backed = c.status in (CitationStatus.VERIFIED, CitationStatus.MATCHED)
+        status = CitationStatus.FLAGGED if p.chunk.instructions and backed else c.status
         citations.append(replace(c, passage=p, status=status))
     marked = replace(answer, passages=passages, citations=tuple(citations))
     cited = flagged_citations(marked)
@@ -236,5 +236,5 @@ def mark_answer(answer: Answer) -> Answer:
                    extra={**answer.extra, "instructions": [c.n for c in cited]})
 
 
-__all__ = ["Cue", "Detection", "FLAGGED", "NOTICE_INSTRUCTIONS", "THRESHOLD", "deobfuscate", "detect", "flag_chunks",
+__all__ = ["Cue", "Detection", "NOTICE_INSTRUCTIONS", "THRESHOLD", "deobfuscate", "detect", "flag_chunks",
            "flagged_citations", "is_flagged", "mark_answer"]

@@ -1,5 +1,5 @@
 """A linear classifier on the embedding model's chunk vector that flags instructions addressed to an AI by meaning,
-beside the rules of rag_core.answer.injection.detect (a passage is flagged when either fires).
+beside the rules of rag_core.injection.detect (a passage is flagged when either fires).
 
 Weights, bias and threshold live in `weights.json`, written by `benchmarks/injection_train.py` from the tune
 half of benchmarks/data/injection.jsonl (plus benchmarks/data/injection_extra.jsonl); they fit only the bundled

@@ -1,15 +1,15 @@
-"""The cues of rag_core.answer.injection.detect: families of regular expressions for text that speaks to an AI reader.
+"""The cues of rag_core.injection.detect: families of regular expressions for text that speaks to an AI reader.
 
-Each `Rule` belongs to one family (`Cue`) and has a weight; rag_core.answer.injection.detect adds up the families found within a
+Each `Rule` belongs to one family (`Cue`) and has a weight; rag_core.injection.detect adds up the families found within a
 few neighbouring sentences. The weights were chosen on the tune half of benchmarks/data/injection.jsonl
-(docs/faithfulness.md); the vocabulary they use is in rag_core.answer.injection.lexicon. This module holds the cues that
-the text addresses an AI, overrides instructions or reassigns a role; rag_core.answer.injection.rules_reply those about the
-reply, rag_core.answer.injection.rules_markers the markers (system tokens, secrecy, exfiltration, hidden markup, and the
+(docs/faithfulness.md); the vocabulary they use is in rag_core.injection.lexicon. This module holds the cues that
+the text addresses an AI, overrides instructions or reassigns a role; rag_core.injection.rules_reply those about the
+reply, rag_core.injection.rules_markers the markers (system tokens, secrecy, exfiltration, hidden markup, and the
 negative cue for text about prompts).
 """
 from __future__ import annotations
 
-from rag_core.answer.injection.lexicon import (
+from rag_core.injection.lexicon import (
     AI_ANY,
     AI_START,
     AI_STRONG,
@@ -23,8 +23,8 @@ from rag_core.answer.injection.lexicon import (
     Rule,
     rule,
 )
-from rag_core.answer.injection.rules_markers import MARKER_RULES
-from rag_core.answer.injection.rules_reply import REPLY_RULES
+from rag_core.injection.rules_markers import MARKER_RULES
+from rag_core.injection.rules_reply import REPLY_RULES
 
 CORE_RULES: tuple[Rule, ...] = (
     # -- the text speaks to an AI reader
