@@ -33,7 +33,7 @@ from rag_core.demo.samples import PREPARING_SAMPLES, SAMPLES_DIR, SAMPLES_STOP_W
 from rag_core.ingest.loaders import load_bytes
 from rag_core.retrieve.search import DEFAULT_METHOD, retrieve
 from rag_core.service.library import IngestResult, Library, scoped_doc_id
-from rag_core.sources.wikipedia import RefreshReport, WikiImportResult, import_article, refresh
+from rag_core.service.wiki_sync import RefreshReport, WikiImportResult, import_article, refresh
 
 log = logging.getLogger(__name__)
 

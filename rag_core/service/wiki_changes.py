@@ -19,7 +19,7 @@ ARTICLES = "Wikipedia"  # the diff's "folder" for articles
 def wikipedia_changes(library: Library, owner: str | None = None) -> FolderDiff:
     """The owner's imported articles with a newer revision on Wikipedia (dry run); a sentence per article that could
     not be checked, or that Wikipedia no longer has."""
-    from rag_core.sources.wikipedia import refresh
+    from rag_core.service.wiki_sync import refresh
 
     report = refresh(library, library.settings, dry_run=True, owners=[owner])
     changes = [FileChange(Bucket.WIKIPEDIA, i.title, None, i.doc_id, title=i.title) for i in report.changed]
@@ -33,7 +33,7 @@ def wikipedia_changes(library: Library, owner: str | None = None) -> FolderDiff:
 def apply_article(library: Library, change: FileChange, progress: Progress | None = None) -> IngestResult:
     """Re-import one changed article (the old revision replaced in one step); the result says what happened."""
     from rag_core.service.library import IngestResult
-    from rag_core.sources.wikipedia import refresh
+    from rag_core.service.wiki_sync import refresh
 
     assert change.old_doc_id is not None
     report = refresh(library, library.settings, progress=progress, doc_ids=[change.old_doc_id])

@@ -35,7 +35,7 @@ from rag_core.service.jobs import IngestQueue, JobView, Work
 from rag_core.service.linked_folders import LinkedFolder
 from rag_core.service.live import LiveAnswer
 from rag_core.service.preferences import SETTING_CHOICES, FilePreferences, MemoryPreferences, Preferences
-from rag_core.sources.wikipedia import RefreshReport, WikiImportResult
+from rag_core.service.wiki_sync import RefreshReport, WikiImportResult
 
 if TYPE_CHECKING:
     from rag_core.service.library import Library
@@ -309,7 +309,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
 
     def import_wikipedia(self, title: str, lang: str = "en") -> str:
         """Queue one article import."""
-        from rag_core.sources.wikipedia import import_article
+        from rag_core.service.wiki_sync import import_article
 
         library, settings = self.library, self.settings
 
@@ -320,7 +320,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
 
     def refresh_wikipedia(self) -> str:
         """Queue a check of every imported article."""
-        from rag_core.sources.wikipedia import refresh
+        from rag_core.service.wiki_sync import refresh
 
         library, settings = self.library, self.settings
 

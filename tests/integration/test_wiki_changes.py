@@ -9,6 +9,7 @@ import pytest
 from wiki_server import FIXTURES, WikiReplayServer  # tests/ is on the path (pytest.ini)
 
 from rag_core.core.config import Settings
+from rag_core.service import wiki_sync
 from rag_core.service.folder_sync import Bucket
 from rag_core.service.library import Library
 from rag_core.service.linked_folders import FolderLinks
@@ -55,7 +56,7 @@ def test_a_new_revision_is_its_own_bucket_and_applies_in_one_step(server, tmp_pa
     lib = Library(settings, embedder=embedder)
     try:
         server.respond({"titles": "Adams, Douglas", "prop": "extracts"}, adams_body())
-        da = W.import_article(lib, settings, "Adams, Douglas")
+        da = wiki_sync.import_article(lib, settings, "Adams, Douglas")
         assert da.status == "added"
 
         server.respond({"prop": "info", "pageids": str(DA_ID)}, info_body(DA_REV))
@@ -93,7 +94,7 @@ def test_cli_sync_lists_and_applies_the_wikipedia_bucket(server, tmp_path, embed
                         wikipedia_backoff_s=0.02, wikipedia_contact="docchat-tests@example.invalid")
     lib = Library(settings, embedder=embedder)
     server.respond({"titles": "Adams, Douglas", "prop": "extracts"}, adams_body())
-    assert W.import_article(lib, settings, "Adams, Douglas").status == "added"
+    assert wiki_sync.import_article(lib, settings, "Adams, Douglas").status == "added"
     lib.close()
     folder = tmp_path / "Notes"
     folder.mkdir()

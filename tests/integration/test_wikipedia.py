@@ -31,6 +31,7 @@ from rag_core.core.errors import (
     WikipediaTimeout,
     WikipediaUnreachable,
 )
+from rag_core.service import wiki_sync
 from rag_core.service.library import Library
 from rag_core.sources import wikipedia as W
 from rag_core.sources.wikipedia.client import _retry_after
@@ -135,7 +136,7 @@ def test_bad_language_codes_are_refused_before_any_request(server, wsettings, ba
         W.search(wsettings, "Python", lang=bad)
     with pytest.raises(WikipediaBadLanguage):
         W.api_url(Settings(), bad)
-    r = W.import_article(None, wsettings, "Python", lang=bad)  # type: ignore[arg-type] - fails before the library
+    r = wiki_sync.import_article(None, wsettings, "Python", lang=bad)  # type: ignore[arg-type] - fails before the library
     assert r.status == "failed" and "language code" in r.error
     assert server.count() == 0
 
@@ -330,7 +331,7 @@ def test_unreachable_host_is_reported(wsettings):
 def test_import_article_with_sections_and_attribution(server, wsettings, wlib):
     server.respond({"titles": PY_TITLE, "prop": "extracts"}, python_body())
     stages = []
-    r = W.import_article(wlib, wsettings, "Python_(programming_language)", progress=lambda s, d, t: stages.append(s))
+    r = wiki_sync.import_article(wlib, wsettings, "Python_(programming_language)", progress=lambda s, d, t: stages.append(s))
     assert r.status == "added", r.error
     assert (r.title, r.lang, r.revision_id, r.url, r.redirected_from) == (PY_TITLE, "en", PY_REV_ADDED, PY_URL_ADDED, None)
     assert r.doc_id == W.make_doc_id("en", PY_ID, PY_REV_ADDED) and r.chunks > 20
@@ -355,14 +356,14 @@ def test_import_article_with_sections_and_attribution(server, wsettings, wlib):
     hit = wlib.search("Who began working on Python in the late 1980s?", k=3)[0].chunk
     assert hit.doc_id == r.doc_id and W.section_url(hit.source.url, hit.anchor).startswith(PY_URL_ADDED)
 
-    again = W.import_article(wlib, wsettings, PY_TITLE)
+    again = wiki_sync.import_article(wlib, wsettings, PY_TITLE)
     assert (again.status, again.doc_id, again.chunks) == ("unchanged", r.doc_id, r.chunks)
     assert wlib.store.count_chunks() == r.chunks and server.count() == 2
 
 
 def test_redirect_is_followed_and_recorded(server, wsettings, wlib):
     server.respond({"titles": "Adams, Douglas", "prop": "extracts"}, adams_body())
-    r = W.import_article(wlib, wsettings, "Adams, Douglas")
+    r = wiki_sync.import_article(wlib, wsettings, "Adams, Douglas")
     assert r.status == "added", r.error
     assert (r.title, r.redirected_from, r.revision_id) == ("Douglas Adams", "Adams, Douglas", DA_REV)
     assert r.url == "https://en.wikipedia.org/wiki/Douglas_Adams"
@@ -371,12 +372,12 @@ def test_redirect_is_followed_and_recorded(server, wsettings, wlib):
 
 
 def test_disambiguation_returns_candidates_and_imports_nothing(server, wsettings, wlib):
-    r = W.import_article(wlib, wsettings, "Douglas Adams (disambiguation)")
+    r = wiki_sync.import_article(wlib, wsettings, "Douglas Adams (disambiguation)")
     assert r.status == "disambiguation" and r.doc_id is None
     assert "Douglas Adams" in r.candidates and "Doug Adams (baseball)" in r.candidates and len(r.candidates) == 10
     assert not any(":" in c for c in r.candidates)  # Talk: and Help: links are not candidates
     assert [s.params.get("prop") for s in server.seen()] == ["extracts|info|pageprops", "links"]
-    bush = W.import_article(wlib, wsettings, "Bush")  # flagged in formatversion=1 pageprops
+    bush = wiki_sync.import_article(wlib, wsettings, "Bush")  # flagged in formatversion=1 pageprops
     assert bush.status == "disambiguation" and bush.url == "https://en.wikipedia.org/wiki/Bush"
     assert wlib.documents() == [] and wlib.store.count_chunks() == 0
     assert server.unmatched == []
@@ -385,37 +386,37 @@ def test_disambiguation_returns_candidates_and_imports_nothing(server, wsettings
 @pytest.mark.parametrize("title, shown", [("NonExistentPage_WikiAPI_Test_12345", "NonExistentPage WikiAPI Test 12345"),
                                           ("purpleberry", "Purpleberry")])
 def test_missing_page_is_reported(server, wsettings, wlib, title, shown):
-    r = W.import_article(wlib, wsettings, title)
+    r = wiki_sync.import_article(wlib, wsettings, title)
     assert r.status == "failed" and f"There is no article titled “{shown}” on en.wikipedia.org" in r.error
     assert wlib.documents() == []
 
 
 def test_failed_imports_leave_the_library_exactly_as_it_was(server, wsettings, wlib):
     server.respond({"titles": "Adams, Douglas", "prop": "extracts"}, adams_body())
-    assert W.import_article(wlib, wsettings, "Adams, Douglas").status == "added"
+    assert wiki_sync.import_article(wlib, wsettings, "Adams, Douglas").status == "added"
     before = snapshot(wlib)
     for kind, kw in (("5xx", {"times": None}), ("truncated", {}), ("status", {"status": 404}),
                      ("429", {"times": None, "retry_after": "999"})):
         server.clear()
         server.respond({"titles": "Adams, Douglas", "prop": "extracts"}, adams_body(rev=DA_REV + 1))
         server.fault(kind, **kw)
-        r = W.import_article(wlib, wsettings, "Adams, Douglas")
+        r = wiki_sync.import_article(wlib, wsettings, "Adams, Douglas")
         assert r.status == "failed" and r.error, kind
         assert snapshot(wlib) == before, kind
     # A recorded body without a revision id is refused, not stored with a made-up one.
     server.clear()
-    r = W.import_article(wlib, wsettings, PY_TITLE)
+    r = wiki_sync.import_article(wlib, wsettings, PY_TITLE)
     assert r.status == "failed" and "revision id" in r.error and snapshot(wlib) == before
 
 
 def test_importing_a_newer_revision_replaces_the_older_one(server, wsettings, wlib):
     server.respond({"titles": "Adams, Douglas", "prop": "extracts"}, adams_body())
-    old = W.import_article(wlib, wsettings, "Adams, Douglas")
+    old = wiki_sync.import_article(wlib, wsettings, "Adams, Douglas")
     server.respond({"titles": "Adams, Douglas", "prop": "extracts"}, adams_body(rev=DA_REV + 5))
-    new = W.import_article(wlib, wsettings, "Adams, Douglas")
+    new = wiki_sync.import_article(wlib, wsettings, "Adams, Douglas")
     assert new.status == "added" and new.replaced == (old.doc_id,) and new.revision_id == DA_REV + 5
     assert [d.doc_id for d in wlib.documents()] == [new.doc_id]
-    mine = W.import_article(wlib, wsettings, "Adams, Douglas", owner="alice")  # other owners keep their own copy
+    mine = wiki_sync.import_article(wlib, wsettings, "Adams, Douglas", owner="alice")  # other owners keep their own copy
     assert mine.status == "added" and mine.doc_id != new.doc_id and mine.replaced == ()
     assert len(wlib.documents()) == 2
 
@@ -425,21 +426,21 @@ def test_importing_a_newer_revision_replaces_the_older_one(server, wsettings, wl
 def test_refresh_sorts_articles_into_buckets(server, wsettings, wlib):
     server.respond({"titles": PY_TITLE, "prop": "extracts"}, python_body())
     server.respond({"titles": "Adams, Douglas", "prop": "extracts"}, adams_body())
-    py = W.import_article(wlib, wsettings, PY_TITLE)
-    da = W.import_article(wlib, wsettings, "Adams, Douglas")
+    py = wiki_sync.import_article(wlib, wsettings, PY_TITLE)
+    da = wiki_sync.import_article(wlib, wsettings, "Adams, Douglas")
     assert py.status == da.status == "added"
     check = {"prop": "info", "pageids": f"{PY_ID}|{DA_ID}"}
 
     # 1. Nothing changed upstream.
     server.respond(check, info_body({PY_ID: PY_REV_ADDED, DA_ID: DA_REV}))
     before = snapshot(wlib)
-    rep = W.refresh(wlib, wsettings)
+    rep = wiki_sync.refresh(wlib, wsettings)
     assert {i.doc_id for i in rep.unchanged} == {py.doc_id, da.doc_id} and rep.total == 2
     assert snapshot(wlib) == before and server.count(check) == 1  # one batched request for both
 
     # 2. Network trouble: everything "failed", nothing touched.
     server.fault("5xx", times=None, match={"prop": "info"})
-    rep = W.refresh(wlib, wsettings)
+    rep = wiki_sync.refresh(wlib, wsettings)
     assert {i.doc_id for i in rep.failed} == {py.doc_id, da.doc_id} and not rep.unchanged
     assert "HTTP 503" in rep.failed[0].message and snapshot(wlib) == before
     server.clear()
@@ -448,14 +449,14 @@ def test_refresh_sorts_articles_into_buckets(server, wsettings, wlib):
     new_rev = DA_REV + 1000
     server.respond(check, info_body({PY_ID: None, DA_ID: new_rev}))
     server.respond({"pageids": str(DA_ID), "prop": "extracts"}, adams_body(rev=new_rev, by_pageid=True))
-    dry = W.refresh(wlib, wsettings, dry_run=True)
+    dry = wiki_sync.refresh(wlib, wsettings, dry_run=True)
     assert dry.dry_run and [i.doc_id for i in dry.changed] == [da.doc_id] and dry.changed[0].new_revision_id == new_rev
     assert [i.doc_id for i in dry.removed_upstream] == [py.doc_id]
     assert snapshot(wlib) == before and server.count({"prop": "extracts"}) == 0  # dry run: nothing fetched or written
 
     # The changed article's re-fetch fails: it stays exactly as it was (and Python gets flagged).
     server.fault("5xx", times=None, match={"prop": "extracts"})
-    rep = W.refresh(wlib, wsettings)
+    rep = wiki_sync.refresh(wlib, wsettings)
     assert [i.doc_id for i in rep.failed] == [da.doc_id] and [i.doc_id for i in rep.removed_upstream] == [py.doc_id]
     assert wlib.store.get(da.doc_id).revision_id == DA_REV
     assert wlib.store.get(py.doc_id).flags == ("removed upstream",)
@@ -469,7 +470,7 @@ def test_refresh_sorts_articles_into_buckets(server, wsettings, wlib):
         if stage in ("embedding", "saving"):  # the old copy must be listed while the new one is written
             seen_during_ingest.append(da.doc_id in {d.doc_id for d in wlib.documents()})
 
-    rep = W.refresh(wlib, wsettings, progress=watch)
+    rep = wiki_sync.refresh(wlib, wsettings, progress=watch)
     (ch,) = rep.changed
     assert ch.doc_id == da.doc_id and ch.new_revision_id == new_rev
     assert ch.new_doc_id == W.make_doc_id("en", DA_ID, new_rev)
@@ -487,12 +488,12 @@ def test_refresh_sorts_articles_into_buckets(server, wsettings, wlib):
     # 4. Python is back upstream: the flag is cleared.
     server.clear()
     server.respond({"prop": "info", "pageids": f"{PY_ID}|{DA_ID}"}, info_body({PY_ID: PY_REV_ADDED, DA_ID: new_rev}))
-    rep = W.refresh(wlib, wsettings)
+    rep = wiki_sync.refresh(wlib, wsettings)
     assert len(rep.unchanged) == 2 and wlib.store.get(py.doc_id).flags == ()
 
 
 def test_refresh_of_an_empty_library_sends_nothing(server, wsettings, wlib):
-    rep = W.refresh(wlib, wsettings)
+    rep = wiki_sync.refresh(wlib, wsettings)
     assert rep.total == 0 and server.count() == 0
 
 

@@ -25,6 +25,7 @@ from rag_core.core.errors import (
     WikipediaServerError,
     WikipediaTooSlow,
 )
+from rag_core.service import wiki_sync
 from rag_core.service.library import Library
 from rag_core.sources import wikipedia as W
 
@@ -161,7 +162,7 @@ def test_an_import_cut_by_the_deadline_changes_nothing(server, wsettings, embedd
     lib = Library(wsettings.with_overrides(wikipedia_deadline_s=1.0), embedder=embedder)
     try:
         t0 = time.monotonic()
-        r = W.import_article(lib, lib.settings, PY_TITLE)
+        r = wiki_sync.import_article(lib, lib.settings, PY_TITLE)
         assert time.monotonic() - t0 < 3.0
         assert r.status == "failed" and "took longer than the 1 s limit" in r.error and lib.documents() == []
     finally:

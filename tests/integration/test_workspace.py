@@ -158,7 +158,7 @@ def test_session_settings_apply_only_allowed_overrides():
 
 def test_wikipedia_articles_keep_no_copy_and_delete_cleanly(tmp_path, embedder):
     """A Wikipedia import stores no private file; deleting it (or a PDF beside it) leaves nothing behind."""
-    from rag_core.sources import wikipedia
+    from rag_core.service import wiki_sync
     from tests.integration.test_wikipedia import PY_TITLE, python_body
     from tests.wiki_server import WikiReplayServer
 
@@ -167,7 +167,7 @@ def test_wikipedia_articles_keep_no_copy_and_delete_cleanly(tmp_path, embedder):
         lib = Library(settings, embedder=embedder)
         try:
             server.respond({"titles": PY_TITLE, "prop": "extracts"}, python_body())
-            article = wikipedia.import_article(lib, settings, PY_TITLE)
+            article = wiki_sync.import_article(lib, settings, PY_TITLE)
             pdf = lib.ingest_bytes(PDF.read_bytes(), "report.pdf")
             assert article.status == "added" and pdf.status == "added"
             assert _kept(settings) == [f"{pdf.doc_id}.pdf"]  # the article has no original to keep

@@ -75,11 +75,11 @@ def test_search_failure_is_a_sentence(app, wiki):
 
 @pytest.mark.slow
 def test_check_for_updates_shows_the_buckets(app, wiki):
-    from rag_core.sources import wikipedia
+    from rag_core.service import wiki_sync
 
     wiki.respond({"titles": PY_TITLE}, _python_article(), times=None)
     settings = app.settings.with_overrides(wikipedia_api=wiki.url_template, wikipedia_backoff_s=0.01)
-    assert wikipedia.import_article(app.library, settings, PY_TITLE).status == "added"
+    assert wiki_sync.import_article(app.library, settings, PY_TITLE).status == "added"
     newer = {"batchcomplete": "", "query": {"pages": {str(PY_ID): {"pageid": PY_ID, "ns": 0, "title": PY_TITLE,
                                                                    "lastrevid": PY_REV}}}}
     wiki.respond({"pageids": str(PY_ID)}, newer, times=None)

@@ -14,7 +14,8 @@ from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, WikipediaError
 
 if TYPE_CHECKING:  # pragma: no cover - imported by each command: every other command starts without it (issue 28)
-    from rag_core.sources.wikipedia import RefreshItem, WikiHit
+    from rag_core.service.wiki_sync import RefreshItem
+    from rag_core.sources.wikipedia import WikiHit
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,8 @@ def say(line: str) -> None:
 
 def cmd_wiki(args: argparse.Namespace, settings: Settings) -> int:
     """Import one article."""
-    from rag_core.sources.wikipedia import LICENSE, checked_article_url, import_article
+    from rag_core.service.wiki_sync import import_article
+    from rag_core.sources.wikipedia import LICENSE, checked_article_url
 
     title = " ".join(args.title)
     lib = open_library(settings)
@@ -109,7 +111,7 @@ def _item_line(i: RefreshItem) -> str:
 
 def cmd_wiki_refresh(args: argparse.Namespace, settings: Settings) -> int:
     """Check every imported article for a newer revision."""
-    from rag_core.sources.wikipedia import refresh
+    from rag_core.service.wiki_sync import refresh
 
     lib = open_library(settings)
     try:

@@ -361,7 +361,8 @@ def _add_write_tools(server: MCPServer, settings: Settings, holder: LibraryHolde
         """Import one Wikipedia article into the library (with its URL, revision and CC BY-SA 4.0 licence).
 
         status "disambiguation" means the title names several articles: pick one of "candidates" and call again."""
-        from rag_core.sources.wikipedia import LICENSE, import_article
+        from rag_core.service.wiki_sync import import_article
+        from rag_core.sources.wikipedia import LICENSE
 
         with holder.use() as lib:
             r = import_article(lib, settings, title, lang=lang)

@@ -1,11 +1,13 @@
-"""Wikipedia as a source: search, import and refresh articles over the MediaWiki Action API.
+"""Wikipedia as a source: search and read articles over the MediaWiki Action API.
 
 - `client`: the HTTP client (headers, timeouts, retries) and the API calls (search, fetch, latest revisions).
 - `bounded`: reading an untrusted answer within a deadline, a size cap and a JSON depth limit.
 - `documents`: addresses, and an article as a Document (sections, anchors, attribution); no HTTP.
-- `sync`: import one article into the library, refresh every imported one.
 
-Import from here (`from rag_core import wikipedia`); the names below are the public API.
+Importing an article into the library and refreshing imported ones is a use case of the service:
+`rag_core.service.wiki_sync` (`import_article`, `refresh`).
+
+Import from here (`from rag_core.sources import wikipedia`); the names below are the public API.
 """
 from __future__ import annotations
 
@@ -42,25 +44,14 @@ from rag_core.sources.wikipedia.documents import (
                      split_sections,
                      valid_title,
 )
-from rag_core.sources.wikipedia.sync import (
-                     PAGEIDS_PER_REQUEST,
-                     REMOVED_UPSTREAM,
-                     Progress,
-                     RefreshItem,
-                     RefreshReport,
-                     WikiImportResult,
-                     import_article,
-                     refresh,
-)
 
 __all__ = [
     "ARTICLE_PARAMS", "CONNECT_TIMEOUT_S", "LICENSE", "LICENSE_URL", "MAX_JSON_DEPTH", "MAX_JSON_ITEMS",
     "MAX_RETRY_AFTER_S", "MAX_TITLE_BYTES",
-    "NON_PROSE_SECTIONS", "PAGEIDS_PER_REQUEST", "REMOVED_UPSTREAM", "VERSION",
-    "Article", "Disambiguation", "LatestRevision", "Progress", "RefreshItem", "RefreshReport", "WikiHit",
-    "WikiImportResult", "WikipediaClient",
+    "NON_PROSE_SECTIONS", "VERSION",
+    "Article", "Disambiguation", "LatestRevision", "WikiHit",
+    "WikipediaClient",
     "anchor_for", "api_url", "article_url", "build_document", "check_lang", "checked_article_url", "fetch_article",
-    "import_article",
-    "latest_revisions", "make_doc_id", "parse_article_ref", "refresh", "search", "section_url", "split_sections",
+    "latest_revisions", "make_doc_id", "parse_article_ref", "search", "section_url", "split_sections",
     "user_agent", "valid_title",
 ]
