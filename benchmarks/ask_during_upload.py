@@ -39,8 +39,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rag_core.adapters.runtime import Runtime
 from rag_core.core.config import Settings
-from rag_core.service.runtime import Runtime
 from rag_core.service.workspace import Workspace
 from rag_core.store import vector_store
 from rag_core.store.embeddings import Embedder

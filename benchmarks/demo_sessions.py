@@ -3,7 +3,7 @@
 Run: MALLOC_ARENA_MAX=2 .venv/bin/python -m benchmarks.demo_sessions [--sessions 20] [--json]
 
 What it does, through the code the pages use (no browser): import Streamlit and rag_core, build the server's
-`rag_core.service.runtime.Runtime` in demo mode on an empty data folder (DemoHub loads and embeds the shared samples), then
+`rag_core.adapters.runtime.Runtime` in demo mode on an empty data folder (DemoHub loads and embeds the shared samples), then
 N visitors at once, one thread each as Streamlit runs sessions: each gets its `Workspace` from
 `Runtime.workspace(Runtime.new_session_key(), client=…)`, adds one small document with `Workspace.add_file` (the
 Library page's call; a Markdown note, a 4-page PDF or a DOCX in turn), waits for its ingest job, then asks a
@@ -156,8 +156,8 @@ def main() -> None:
     t = time.perf_counter()
     import streamlit  # noqa: F401 - the app imports it first
 
+    from rag_core.adapters.runtime import Runtime
     from rag_core.core.config import load_settings
-    from rag_core.service.runtime import Runtime
     mark("imports (streamlit, rag_core)", time.perf_counter() - t)
 
     with tempfile.TemporaryDirectory(prefix="docchat-demo-sessions-") as tmp:

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import streamlit as st
 
+from rag_core.adapters.runtime import OVERRIDABLE, client_address, load_embedder, runtime_key
 from rag_core.core.config import Settings, load_settings
 from rag_core.core.errors import DocChatError, SettingsError
 from rag_core.service import render
-from rag_core.service.runtime import OVERRIDABLE, client_address, load_embedder, runtime_key
 
 if TYPE_CHECKING:  # imported lazily: loading them takes seconds, and the page paints first
-    from rag_core.service.runtime import Embedder, Runtime
+    from rag_core.adapters.runtime import Embedder, Runtime
     from rag_core.service.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ def _release(rt: Runtime) -> None:
                                 "upgrades it to its new search engine: about a second per 1,000 passages)",
                    on_release=_release)
 def _runtime(key: tuple, _settings: Settings) -> Runtime:
-    from rag_core.service.runtime import Runtime
+    from rag_core.adapters.runtime import Runtime
 
     # The demo's samples are added on a thread: the first visitor's page says so instead of waiting silently.
     return Runtime(_settings, embedder=_embedder(_settings.embedding_model), samples_in_background=True)

@@ -25,7 +25,7 @@ from rag_core.retrieve.search import embed_queries, zscore_fuse
 from rag_core.store.backends import Search
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rag_core.service.library import Library
+    from rag_core.store.view import LibraryView
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def _quote(text: str) -> str:
     return text[:QUOTE_MAX_CHARS].rsplit(" ", 1)[0] + " …"
 
 
-def _per_document(topic: str, library: Library, doc_ids: list[str] | None,
+def _per_document(topic: str, library: LibraryView, doc_ids: list[str] | None,
                   owners: Sequence[str | None] | None) -> tuple[list[Passage], dict[str, float]]:
     """The best passage of each document for the topic (best first), and each document's best dense cosine."""
     store = library.store
@@ -141,7 +141,7 @@ def _per_document(topic: str, library: Library, doc_ids: list[str] | None,
     return list(best.values()), cosine
 
 
-def topic_answer(topic: str, library: Library, settings: Settings, scope: Sequence[str] | None = None,
+def topic_answer(topic: str, library: LibraryView, settings: Settings, scope: Sequence[str] | None = None,
                  owners: Sequence[str | None] | None = None, question: str = "") -> Answer:
     """The documents (in scope) that mention `topic`, each with its best passage quoted and cited [n]; when none
     uses its words, the documents with a passage close in meaning (at least settings.min_relevance), labelled as
@@ -191,7 +191,7 @@ def topic_answer(topic: str, library: Library, settings: Settings, scope: Sequen
     return mark_answer(verify_answer(answer, library.embedder))
 
 
-def library_answer(intent: Intent, library: Library, settings: Settings, scope: Sequence[str] | None = None, *,
+def library_answer(intent: Intent, library: LibraryView, settings: Settings, scope: Sequence[str] | None = None, *,
                    owners: Sequence[str | None] | None, question: str = "") -> Answer:
     """The answer to a LIBRARY_LIST or LIBRARY_TOPIC intent (rag_core.answer.intent.classify), from the library's
     list and search only (no model); `scope` is the ids selected in the chat (None: all), `owners` whose documents

@@ -6,7 +6,7 @@ Two implementations: `LocalWorkspace` (one person's library on this computer) an
 hosted demo: their own documents plus the shared samples, with the demo's limits). The demo's rules live here and in
 `rag_core.demo.hub`, never in the pages: a page asks a `Workspace` and shows what it says.
 
-`rag_core.service.runtime.Runtime` holds what one server process shares (library, ingest queue, demo hub) and hands each
+`rag_core.adapters.runtime.Runtime` holds what one server process shares (library, ingest queue, demo hub) and hands each
 browser session its workspace.
 """
 from __future__ import annotations

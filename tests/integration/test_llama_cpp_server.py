@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from rag_core.adapters.runtime import Runtime
 from rag_core.answer import generation as gen
 from rag_core.core.config import Settings
 from rag_core.core.errors import LLMTimeout, ModelNotPulled, OllamaUnavailable
 from rag_core.core.models import AnswerMode, CitationStatus, Step
 from rag_core.llm.ollama import model_status
 from rag_core.service.library import Library
-from rag_core.service.runtime import Runtime
 from tests.llama_server import ALIAS, LlamaServer
 
 pytestmark = pytest.mark.slow

@@ -11,13 +11,13 @@ import time
 import pytest
 from ollama_server import Reply
 
+from rag_core.adapters.runtime import Runtime
 from rag_core.answer import generation as gen
 from rag_core.core.config import Settings
 from rag_core.core.errors import ModelNotPulled, OllamaUnavailable, WrongServer
 from rag_core.core.models import Step
 from rag_core.llm.chat import backend_for
 from rag_core.llm.ollama import model_status
-from rag_core.service.runtime import Runtime
 from tests.openai_server import OpenAIServer, WebPageServer
 
 MODEL = "qwen2.5-7b-instruct"
@@ -204,8 +204,8 @@ def test_cli_ask_with_the_openai_setting(museum, server, cli):
 
 
 def test_the_hosted_demo_uses_a_hosted_openai_compatible_model_visitors_cannot_change():
+    from rag_core.adapters.runtime import session_settings
     from rag_core.demo.answers import demo_banner, llm_mode
-    from rag_core.service.runtime import session_settings
 
     hosted = Settings(mode="demo", chat_model="openai:gpt-4o-mini", openai_base_url="https://llm.example.org/v1",
                       openai_api_key="sk-demo")

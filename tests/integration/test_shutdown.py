@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from rag_core.adapters.runtime import Runtime
 from rag_core.core.deadline import Deadline
 from rag_core.service.jobs import IngestQueue
 from rag_core.service.library import IngestResult
 from rag_core.service.live import LiveAnswer
-from rag_core.service.runtime import Runtime
 
 WAIT_S = 30.0  # upper bound on any wait for a state: reached only when the test is failing
 DOC = b"# Opening hours\n\nThe museum opens at nine in the morning and closes at five in the afternoon.\n"

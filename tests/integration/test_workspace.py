@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from rag_core.adapters.runtime import Runtime, session_settings
 from rag_core.core.config import Settings
 from rag_core.core.errors import LimitReached, SampleReadOnly
 from rag_core.demo.hub import SHARED_OWNER, DemoHub
 from rag_core.demo.workspace import DemoWorkspace
 from rag_core.ingest.originals import originals_dir
 from rag_core.service.library import Library
-from rag_core.service.runtime import Runtime, session_settings
 from rag_core.service.workspace import LocalWorkspace
 
 pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once

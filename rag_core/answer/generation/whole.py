@@ -45,7 +45,7 @@ from rag_core.llm.chat import backend_for
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_core.language_models import BaseChatModel
 
-    from rag_core.service.library import Library
+    from rag_core.store.view import LibraryView
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ MAX_COMPARED = 3  # documents compared at once
 class Host(Protocol):
     """What a whole-document answer uses of the AnswerStream it runs in."""
 
-    library: Library
+    library: LibraryView
     settings: Settings
     question: str
     owners: list[str | None] | None

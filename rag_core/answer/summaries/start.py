@@ -15,13 +15,13 @@ from rag_core.core.errors import DocumentNotFound
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_core.language_models import BaseChatModel
 
-    from rag_core.service.library import Library
+    from rag_core.store.view import LibraryView
 
 QUESTIONS = {Shape.SUMMARY: "Summarize “{title}”", Shape.KEY_POINTS: "What are the key points of “{title}”?",
              Shape.OUTLINE: "What is the outline of “{title}”?", Shape.COMPARE: "Compare {titles}"}
 
 
-def start_summary(library: Library, doc_ids: Sequence[str], settings: Settings, shape: Shape = Shape.SUMMARY,
+def start_summary(library: LibraryView, doc_ids: Sequence[str], settings: Settings, shape: Shape = Shape.SUMMARY,
                   use_llm: bool = True, owners: list[str | None] | None = None,
                   chat_model: BaseChatModel | None = None) -> AnswerStream:
     """The answer stream of a summary (key points, outline; a comparison of two or more) of these documents

@@ -1,6 +1,8 @@
 """What one server process shares between browser sessions (`Runtime`), and how a session's settings are made.
 
 The Streamlit glue keeps one `Runtime` in `st.cache_resource`; each browser session asks it for its `Workspace`.
+It sits above the service and the demo (it chooses between a `LocalWorkspace` and the hosted demo's `DemoWorkspace`),
+so neither has to know the other's way round: the one module of `adapters/` that pages and ui/ use (.importlinter).
 """
 from __future__ import annotations
 
