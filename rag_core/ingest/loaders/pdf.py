@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 # Clip to the media box; no TEXT_PRESERVE_LIGATURES ("ﬁ" -> "fi"); no TEXT_CID_FOR_UNKNOWN_UNICODE
 # (unmappable glyphs become U+FFFD instead of random code points); no images (faster).
 _FLAGS = pymupdf.TEXT_MEDIABOX_CLIP
-_MUPDF_LOCK = threading.Lock()
+MUPDF_LOCK = threading.Lock()
 _BOLD = pymupdf.TEXT_FONT_BOLD
 _MONO = pymupdf.TEXT_FONT_MONOSPACED
 _MONO_FONT_RE = re.compile(r"mono|courier|consol|typewriter|cmtt|nimbusmon|menlo|inconsolata", re.I)
@@ -92,7 +92,7 @@ def read_pdf(data: bytes, file_name: str, ocr: OcrOptions | None = None, *, dead
     """`load_pdf` in this process, checking `deadline` between pages."""
     # PyMuPDF is not thread-safe (one global MuPDF context), and Streamlit serves sessions on threads.
     left = deadline.left()
-    if not _MUPDF_LOCK.acquire(timeout=-1 if left == math.inf else min(left, threading.TIMEOUT_MAX)):
+    if not MUPDF_LOCK.acquire(timeout=-1 if left == math.inf else min(left, threading.TIMEOUT_MAX)):
         raise IngestTimedOut(file_name, deadline.seconds)
     try:
         # MuPDF reports repairs and syntax problems on stderr; collect them into the log instead.
@@ -106,7 +106,7 @@ def read_pdf(data: bytes, file_name: str, ocr: OcrOptions | None = None, *, dead
             if warnings:
                 log.debug("%s: MuPDF messages: %s", file_name, warnings.replace("\n", "; "))
     finally:
-        _MUPDF_LOCK.release()
+        MUPDF_LOCK.release()
 
 
 def _load_locked(data: bytes, file_name: str, deadline: Deadline, ocr: OcrOptions, progress: Progress | None
