@@ -127,7 +127,8 @@ def _load_locked(data: bytes, file_name: str, deadline: Deadline, ocr: OcrOption
         doc.close()
 
 
-def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: Recogniser) -> Extracted:
+def _read_pages(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: Recogniser) -> list[Page]:
+    """Every page's text layer; a page without a usable one that shows an image is read by OCR when it can be."""
     pages = []
     scanned: list[tuple[int, pymupdf.Rect]] = []  # pages without a usable text layer that show an image
     for i in range(doc.page_count):
@@ -145,6 +146,11 @@ def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: 
     if reader.pages:
         log.info("%s: %d scanned pages read by OCR (%s) in %.1f s", file_name, len(reader.pages), reader.language,
                  reader.seconds)
+    return pages
+
+
+def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: Recogniser) -> Extracted:
+    pages = _read_pages(doc, file_name, deadline, reader)
     _remove_running_lines(pages)
     body_size = body_font_size(pages)
     heading_levels = font_heading_levels(pages, body_size)
