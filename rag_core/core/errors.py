@@ -1,60 +1,37 @@
-"""User-facing errors: every message is safe to show and says what to do.
-
-Every error of DocChat is importable from here. The root, DocChatError, lives in rag_core.core.error_base, and the
-errors about one file that could not be added (IngestError and its kinds) in rag_core.core.ingest_errors; this module
-holds the others: settings, the library's storage, the language model, Wikipedia and the hosted demo.
+"""User-facing errors: every message is safe to show and says what to do. Every error of DocChat is defined here,
+by room: the root (DocChatError) and the wording they share, then settings and the library's storage, one file that
+could not be added (IngestError and its kinds), linked folders, the language model, Wikipedia and the hosted demo.
 """
 from __future__ import annotations
 
 import shlex
+import sys
 
-from rag_core.core.error_base import DocChatError, duration
-from rag_core.core.ingest_errors import (
-    CorruptFile,
-    EmptyFile,
-    EncryptedFile,
-    FileTooLarge,
-    ImageTooLarge,
-    IngestCancelled,
-    IngestError,
-    IngestTimedOut,
-    NotARegularFile,
-    NoText,
-    NoTextLayer,
-    ReaderOutOfMemory,
-    ScanTooLong,
-    TooManyPassages,
-    UnsupportedFileType,
-)
-from rag_core.core.sync_errors import (
-    FolderNotFound,
-    FolderNotLinked,
-    FolderReplaced,
-    FolderScanTooSlow,
-    FolderSyncError,
-    FolderTooLarge,
-    FolderUnreadable,
-    LinkingRefused,
-    LinkNeedsConfirmation,
-    NotAFolder,
-    SystemFolderRefused,
-)
-
-__all__ = [  # every error, wherever it is defined
-    "DocChatError", "SettingsError", "IngestError", "UnsupportedFileType", "EmptyFile", "FileTooLarge",
-    "NotARegularFile", "TooManyPassages", "ReaderOutOfMemory", "IngestTimedOut", "ScanTooLong", "IngestCancelled", "EncryptedFile",
-    "CorruptFile", "NoTextLayer", "NoText", "EmbeddingModelMismatch", "LibraryBusy", "LibraryUpgradeFailed",
-    "StoreUnavailable", "StorageError", "DiskFull", "DocumentNotFound", "ConversationUnreadable", "LLMError",
-    "OllamaUnavailable", "WrongServer", "ModelNotPulled", "LLMTimeout", "StreamInterrupted", "LimitReached", "WikipediaError",
-    "OllamaRefused", "OllamaFailed", "ContextTooSmall", "ModelPullFailed", "WikipediaBadLanguage", "WikipediaBadTitle",
-    "WikipediaPageMissing", "WikipediaUnreachable", "WikipediaTimeout", "WikipediaRateLimited",
-    "WikipediaServerError", "WikipediaRequestRejected", "WikipediaBadResponse", "WikipediaTooSlow",
-    "WikipediaResponseTooLarge", "WikipediaAPIError", "SampleReadOnly", "DemoTrouble", "ImageTooLarge",
-    "FolderSyncError", "FolderNotFound", "NotAFolder", "FolderUnreadable", "FolderTooLarge", "FolderScanTooSlow",
-    "LinkingRefused", "LinkNeedsConfirmation", "FolderNotLinked", "FolderReplaced", "SystemFolderRefused",
-]
+from rag_core.core.formats import accepted_kinds
 
 
+# -- the root ----------------------------------------------------------------------------------------------------------
+class DocChatError(Exception):
+    """Base class: str(error) is a friendly sentence for the user; `details` (when set) is the technical part, e.g.
+    a variable name or an address, that the pages show in an expandable "Details" and the CLI after the sentence."""
+
+    details: str = ""
+
+    def __init__(self, message: str, **details: object) -> None:
+        super().__init__(message)
+        self.message = message
+        for name, value in details.items():  # what the message was made from, for callers and tests
+            setattr(self, name, value)
+
+
+def duration(seconds: float) -> str:
+    """300 -> "5 minutes", 90 -> "90 seconds", 1 -> "1 second"."""
+    if seconds >= 120 and seconds % 60 == 0:
+        return f"{seconds / 60:g} minutes"
+    return "1 second" if seconds == 1 else f"{seconds:g} seconds"
+
+
+# -- settings and the library's storage --------------------------------------------------------------------------------
 class SettingsError(DocChatError, ValueError):
     """A setting (environment variable or st.secrets entry) has a value DocChat cannot use.
 
@@ -129,6 +106,260 @@ class ConversationUnreadable(DocChatError):
                          "Move or delete that file if you no longer need it.", path=path, reason=reason)
 
 
+# -- a file that could not be added (rag_core.ingest) ------------------------------------------------------------------
+class IngestError(DocChatError):
+    """A file could not be added to the library."""
+
+    def __init__(self, file_name: str, problem: str, advice: str, details: str = "") -> None:
+        super().__init__(f"“{file_name}”: {problem} {advice}".strip(), file_name=file_name, details=details)
+
+
+class UnsupportedFileType(IngestError):
+    def __init__(self, file_name: str, detail: str = "") -> None:
+        super().__init__(
+            file_name,
+            f"this is not a file type DocChat can read{(' (' + detail + ')') if detail else ''}.",
+            f"Upload a {accepted_kinds()} file.",
+        )
+
+
+class EmptyFile(IngestError):
+    def __init__(self, file_name: str) -> None:
+        super().__init__(file_name, "the file is empty.", "Check that you picked the right file and try again.")
+
+
+class FileTooLarge(IngestError):
+    def __init__(self, file_name: str, limit_mb: int) -> None:
+        super().__init__(
+            file_name,
+            f"the file is larger than the {limit_mb} MB limit.",
+            "Split it into smaller files and add those, or ask whoever runs DocChat to raise the limit.",
+            f"The limit is the setting DOCCHAT_MAX_UPLOAD_MB (now {limit_mb}).",
+        )
+
+
+class NotARegularFile(IngestError):
+    def __init__(self, file_name: str, what: str = "not a regular file") -> None:
+        super().__init__(
+            file_name,
+            f"this is {what}, not a document file, so it was not read.",
+            f"Name an ordinary {accepted_kinds()} file instead.",
+        )
+
+
+class TooManyPassages(IngestError):
+    def __init__(self, file_name: str, limit: int) -> None:
+        super().__init__(
+            file_name,
+            f"the file is too large to index (it would make more than {limit:,} passages).",
+            "Split it into several smaller files and add those instead.",
+        )
+
+
+class ReaderOutOfMemory(IngestError):
+    """The file's reader process used more memory than DOCCHAT_READER_MEMORY_MB and was stopped."""
+
+    def __init__(self, file_name: str, limit_mb: int) -> None:
+        super().__init__(
+            file_name,
+            f"the file is too large to read (reading it needed more than {limit_mb:,} MB of memory), so it was "
+            "stopped and your library was left as it was;",
+            "split it into smaller files and add those.",
+            f"The limit is the setting DOCCHAT_READER_MEMORY_MB (now {limit_mb}).",
+        )
+        self.limit_mb = limit_mb
+
+
+class IngestTimedOut(IngestError):
+    """The file ran past DOCCHAT_INGEST_TIMEOUT_S (or was projected to) and was stopped with nothing stored."""
+
+    def __init__(self, file_name: str, limit_s: float, projected: bool = False) -> None:
+        took = f"would take longer than {duration(limit_s)}" if projected else f"took longer than {duration(limit_s)}"
+        super().__init__(
+            file_name,
+            f"indexing it {took}, so it was stopped and your library was left as it was;",
+            "split it into smaller files and add them one at a time.",
+        )
+        self.limit_s, self.projected = limit_s, projected
+
+
+class ScanTooLong(IngestTimedOut):
+    """A scan whose OCR cannot finish within DOCCHAT_INGEST_TIMEOUT_S, refused before spending it (loaders.ocr)."""
+
+    def __init__(self, file_name: str, pages: int, seconds: float, limit_s: float, per_page: float,
+                 at_least: bool = False) -> None:
+        part = int(0.8 * limit_s / per_page) if per_page > 0 else 0  # a fifth of the time left for the rest
+        took = f"{round(seconds)} seconds" if seconds < 90 else f"{round(seconds / 60)} minutes"
+        size = f"{'at most' if at_least else 'about'} {part} page{'s' * (part > 1)}"
+        IngestError.__init__(
+            self, file_name, f"reading its {pages} scanned pages with OCR would take {'at least' if at_least else 'about'}"
+            f" {took} here, longer than the {duration(limit_s)} one file may take, so it was not added and your library "
+            "was left as it was;", f"split it into parts of {size} and add them one at a time." if 0 < part < pages
+            else "split it into smaller files and add them one at a time.")
+        self.limit_s, self.projected, self.pages, self.seconds, self.at_least = limit_s, True, pages, seconds, at_least
+
+
+class IngestCancelled(IngestError):
+    """Someone pressed Stop (IngestQueue.cancel) while the file was waiting or being added; nothing was stored."""
+
+    def __init__(self, file_name: str) -> None:
+        DocChatError.__init__(self, f"Adding “{file_name}” was stopped; nothing was added.", file_name=file_name)
+
+
+class EncryptedFile(IngestError):
+    def __init__(self, file_name: str, app: str = "your PDF viewer") -> None:
+        super().__init__(
+            file_name,
+            "the file is password-protected.",
+            f"Open it in {app}, save a copy without a password, and upload that copy.",
+        )
+
+
+class CorruptFile(IngestError):
+    def __init__(self, file_name: str, detail: str = "") -> None:
+        super().__init__(
+            file_name,
+            "the file is damaged and could not be read"
+            + (f" ({detail})" if detail else "")
+            + ".",
+            "Try re-downloading or re-exporting it, then upload it again.",
+        )
+
+
+def tesseract_install_hint(languages: list[str] | None = None, platform: str | None = None) -> str:
+    """How to install Tesseract (or, with `languages`, its packs for those codes) on this system: Homebrew on macOS,
+    the UB Mannheim installer on Windows, apt elsewhere."""
+    platform = platform or sys.platform
+    if platform == "darwin":
+        return "`brew install tesseract tesseract-lang`" if languages else "`brew install tesseract`"
+    if platform == "win32":
+        if languages:
+            return "run the Tesseract installer again and tick them under “Additional language data”"
+        return "the UB Mannheim installer: `winget install UB-Mannheim.TesseractOCR`"
+    if languages:
+        return f"`apt-get install {' '.join(f'tesseract-ocr-{c}' for c in languages)}`"
+    return "`make ocr`, or `apt-get install tesseract-ocr tesseract-ocr-eng`"
+
+
+class NoTextLayer(IngestError):
+    """A scan without a text layer that OCR could not read; `why` (rag_core.ingest.loaders.ocr) says what stopped it."""
+
+    def __init__(self, file_name: str, why: str | None = None) -> None:
+        elsewhere = ("or run it through OCR (e.g. “Save as searchable PDF” in your scanner software) and upload the "
+                     "result.")
+        if why == "off":
+            problem, advice = "the file contains only scanned images, and OCR is turned off.", (
+                f"Turn OCR on (DOCCHAT_OCR=true) and add it again, {elsewhere}")
+        elif why == "no-tesseract":
+            problem, advice = "the file contains only scanned images, and OCR (Tesseract) is not installed here.", (
+                f"Install it ({tesseract_install_hint()}) and add it again, {elsewhere}")
+        elif why and why.startswith("no-language:"):
+            codes = why.partition(":")[2].split("+")
+            problem = f"the file contains only scanned images, and the OCR language pack “{'+'.join(codes)}” is missing."
+            advice = (f"Install it ({tesseract_install_hint(codes)}) or set DOCCHAT_OCR_LANGUAGE to an installed "
+                      f"language, {elsewhere}")
+        elif why == "failed":
+            problem, advice = "the file contains only scanned images, and OCR could not read them here.", (
+                "Try a smaller or cleaner scan, or run it through other OCR software and upload the result.")
+        elif why == "empty":
+            problem, advice = "the file contains only scanned images, and OCR found no text in them.", (
+                "Check the scan is readable (not blank, not upside down), or run it through other OCR software "
+                "and upload the result.")
+        else:
+            problem, advice = "the file contains only scanned images, no selectable text.", (
+                "Run it through OCR (e.g. “Save as searchable PDF” in your scanner software) and upload the result.")
+        super().__init__(file_name, problem, advice, details=f"OCR: {why}" if why else "")
+        self.why = why
+
+
+class NoText(IngestError):
+    def __init__(self, file_name: str) -> None:
+        super().__init__(file_name, "no readable text was found in the file.", "Check the file opens and contains text.")
+
+
+class ImageTooLarge(IngestError):
+    """A picture with more pixels than DocChat decodes (a decompression bomb, or a huge scan); loaders.image."""
+
+    def __init__(self, file_name: str, size: tuple[int, int] | None, limit_pixels: int) -> None:
+        what = f"it is {size[0]:,} × {size[1]:,} pixels" if size else "it has too many pixels"
+        super().__init__(
+            file_name,
+            f"the image is too large to read ({what}, more than the {limit_pixels / 1e6:.0f} million DocChat reads"
+            " on one page).",
+            "Scale it down (300 dpi is enough for text) or save it as JPEG or PDF, and upload that.",
+        )
+
+
+# -- linked folders (folder sync) --------------------------------------------------------------------------------------
+class FolderSyncError(DocChatError):
+    """A linked folder could not be read, linked or compared with the library."""
+
+
+class FolderNotFound(FolderSyncError):
+    def __init__(self, folder: str) -> None:
+        super().__init__(f"The folder “{folder}” is not there any more (moved, renamed, or on a drive that is not "
+                         "connected). Nothing in your library was changed; check the path, or connect the drive it "
+                         "is on.",
+                         folder=folder)
+
+
+class NotAFolder(FolderSyncError):
+    def __init__(self, folder: str) -> None:
+        super().__init__(f"“{folder}” is not a folder. Link a folder that holds your documents.", folder=folder)
+
+
+class FolderUnreadable(FolderSyncError):
+    def __init__(self, folder: str, reason: str) -> None:
+        super().__init__(f"DocChat may not read the folder “{folder}” ({reason}). Nothing in your library was "
+                         "changed; give DocChat access to it or link another folder.", folder=folder, reason=reason)
+
+
+class FolderTooLarge(FolderSyncError):
+    def __init__(self, folder: str, limit: int) -> None:
+        super().__init__(f"The folder “{folder}” holds more than {limit:,} files; DocChat stopped looking at "
+                         f"{limit:,}. Link a smaller folder inside it.", folder=folder, limit=limit)
+
+
+class FolderScanTooSlow(FolderSyncError):
+    def __init__(self, folder: str, seconds: float) -> None:
+        super().__init__(f"Looking through the folder “{folder}” took longer than {duration(seconds)}, so DocChat "
+                         "stopped. Nothing in your library was changed; link a smaller folder inside it.",
+                         folder=folder, seconds=seconds)
+
+
+class LinkingRefused(FolderSyncError):
+    def __init__(self) -> None:
+        super().__init__("Linking a folder works only when DocChat runs on your own computer; in the hosted demo, "
+                         "upload the files instead.")
+
+
+class LinkNeedsConfirmation(FolderSyncError):
+    def __init__(self, folder: str) -> None:
+        super().__init__(f"“{folder}” is outside your home folder and DocChat's data folder. Link it anyway only if "
+                         "you mean to let DocChat read every document in it.", folder=folder)
+
+
+class FolderNotLinked(FolderSyncError):
+    def __init__(self, folder: str) -> None:
+        super().__init__(f"“{folder}” is not a linked folder. Link it first on the Library page, or run "
+                         "`docchat sync` with the folder.", folder=folder)
+
+
+class FolderReplaced(FolderSyncError):
+    def __init__(self, folder: str, now: str, confirmed: str) -> None:
+        where = "is now a link to" if now != confirmed else "was replaced by another folder at"
+        super().__init__(f"The linked folder “{folder}” {where} {now}, not the folder you confirmed; DocChat left it "
+                         "alone. If this is intended, unlink it on the Library page and link it again.",
+                         folder=folder, now=now, confirmed=confirmed)
+
+
+class SystemFolderRefused(FolderSyncError):
+    def __init__(self, folder: str, system: str) -> None:
+        super().__init__(f"“{folder}” leads into {system}, a system folder, not one of documents; DocChat left it "
+                         "alone. Link the folder that holds your documents.", folder=folder, system=system)
+
+
+# -- the language model ------------------------------------------------------------------------------------------------
 class LLMError(DocChatError):
     """Trouble talking to the language model."""
 
@@ -193,25 +424,6 @@ class StreamInterrupted(LLMError):
                          "is incomplete. Ask again to retry.", server=server)
 
 
-class LimitReached(DocChatError):
-    """A demo limit (size, count or rate) was hit."""
-
-
-class WikipediaError(DocChatError):
-    """Trouble importing from Wikipedia. Subclasses name their `fields` (the constructor's arguments, in order) and
-    a `template` formatted from them; the values stay on the error as attributes."""
-
-    fields: tuple[str, ...] = ()
-    template = "Something went wrong while talking to Wikipedia. Try again."
-    details_template = ""  # the technical part (setting names), shown under "Details"
-
-    def __init__(self, *values: object) -> None:
-        values_by_field = dict(zip(self.fields, values))
-        super().__init__(self.template.format(**values_by_field), **values_by_field)
-        if self.details_template:
-            self.details = self.details_template.format(**values_by_field)
-
-
 class OllamaRefused(OllamaUnavailable):
     """The Ollama host answered but refused the request (missing or wrong API key)."""
 
@@ -257,7 +469,22 @@ class ModelPullFailed(LLMError):
                          detail=detail, details=f"Ollama said: {detail[:200]}")
 
 
-# -- Wikipedia (rag_core.sources.wikipedia) -------------------------------------------
+# -- Wikipedia (rag_core.sources.wikipedia) ----------------------------------------------------------------------------
+class WikipediaError(DocChatError):
+    """Trouble importing from Wikipedia. Subclasses name their `fields` (the constructor's arguments, in order) and
+    a `template` formatted from them; the values stay on the error as attributes."""
+
+    fields: tuple[str, ...] = ()
+    template = "Something went wrong while talking to Wikipedia. Try again."
+    details_template = ""  # the technical part (setting names), shown under "Details"
+
+    def __init__(self, *values: object) -> None:
+        values_by_field = dict(zip(self.fields, values))
+        super().__init__(self.template.format(**values_by_field), **values_by_field)
+        if self.details_template:
+            self.details = self.details_template.format(**values_by_field)
+
+
 class WikipediaBadLanguage(WikipediaError):
     fields = ("lang",)
     template = ("“{lang:.40}” is not a Wikipedia language code. Use a code such as en, de, fr, es or simple (the part "
@@ -339,7 +566,11 @@ class WikipediaAPIError(WikipediaError):
                               "Try again, or change the search words or title.", code=code, info=info)
 
 
-# -- hosted demo (rag_core.demo.hub) --------------------------------------------
+# -- hosted demo (rag_core.demo.hub) -----------------------------------------------------------------------------------
+class LimitReached(DocChatError):
+    """A demo limit (size, count or rate) was hit."""
+
+
 class SampleReadOnly(DocChatError):
     def __init__(self) -> None:
         super().__init__("The sample documents are shared by every visitor of the demo, so they can't be removed. "

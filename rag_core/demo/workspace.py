@@ -67,7 +67,7 @@ class DemoWorkspace(Workspace):
     def add_file(self, data: bytes, file_name: str) -> str:
         """Check and reserve room now (LimitReached at once), then queue the file."""
         work = self.session.upload_work(data, file_name)
-        return self._submit(file_name, work, "file")
+        return self.submit_job(file_name, work, "file")
 
     def import_wikipedia(self, title: str, lang: str = "en") -> str:
         """Check room now (LimitReached at once), then queue the import."""
@@ -77,7 +77,7 @@ class DemoWorkspace(Workspace):
         def work(progress: Any) -> Any:
             return session.import_wikipedia(title, lang, progress)
 
-        return self._submit(f"{title} (Wikipedia)", work, "wikipedia")
+        return self.submit_job(f"{title} (Wikipedia)", work, "wikipedia")
 
     def refresh_wikipedia(self) -> str:
         """Queue a check of this visitor's own articles (never the samples)."""
@@ -86,7 +86,7 @@ class DemoWorkspace(Workspace):
         def work(progress: Any) -> Any:
             return session.refresh_wikipedia(progress)
 
-        return self._submit("Wikipedia articles", work, "refresh")
+        return self.submit_job("Wikipedia articles", work, "refresh")
 
     def answer_stream(self, question: str, history: Sequence[tuple[str, str]] = (),
                       doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:

@@ -154,20 +154,7 @@ def scan_folder(folder: Path, max_files: int = MAX_FILES, time_limit_s: float = 
     looked = 0
     while stack:
         here, prefix = stack.pop()
-        try:
-            with os.scandir(here) as it:
-                entries = list(it)
-        except FileNotFoundError as e:
-            if here == root:
-                raise FolderNotFound(str(folder)) from e
-            notes.append(f"The subfolder “{prefix.rstrip('/')}” disappeared while DocChat looked through it.")
-            continue
-        except OSError as e:
-            if here == root:
-                raise FolderUnreadable(str(folder), e.strerror or str(e)) from e
-            notes.append(f"The subfolder “{prefix.rstrip('/')}” could not be read ({e.strerror or e}); its files "
-                         "are left out.")
-            continue
+        entries = _list_folder(here, prefix, here == root, folder, notes)
         for entry in entries:
             looked += 1
             if looked % _CHECK_EVERY == 0 and time.monotonic() - started > time_limit_s:
@@ -202,6 +189,24 @@ def scan_folder(folder: Path, max_files: int = MAX_FILES, time_limit_s: float = 
     log.info("Looked through %s: %d files in %.2f s", root, len(files), time.monotonic() - started)
     return FolderScan(Path(os.path.abspath(folder)), tuple(sorted(files, key=lambda f: f.rel)),
                       tuple(notes + outside.notes()), pin)
+
+
+def _list_folder(here: Path, prefix: str, is_root: bool, folder: Path, notes: list[str]) -> list[os.DirEntry]:
+    """The entries of one folder of the scan; the linked folder itself unreadable is an error, a subfolder a note
+    (and no entries)."""
+    try:
+        with os.scandir(here) as it:
+            return list(it)
+    except FileNotFoundError as e:
+        if is_root:
+            raise FolderNotFound(str(folder)) from e
+        notes.append(f"The subfolder “{prefix.rstrip('/')}” disappeared while DocChat looked through it.")
+    except OSError as e:
+        if is_root:
+            raise FolderUnreadable(str(folder), e.strerror or str(e)) from e
+        notes.append(f"The subfolder “{prefix.rstrip('/')}” could not be read ({e.strerror or e}); its files "
+                     "are left out.")
+    return []
 
 
 def hash_file(path: Path, size: int, mtime_ns: int, root: FolderPin | None = None) -> str | None:

@@ -6,7 +6,7 @@ the folder, its document still is in the library), unchanged. A file whose size 
 record is unchanged without being read; only the others are hashed. Nothing in the library changes here.
 
 `apply_change` applies one entry: a new file is added like an upload, a changed one replaces its old version in one
-step (rag_core.store.replace: a question sees the old version or the new one), a removed one is soft-deleted (Undo:
+step (Store.replace_document: a question sees the old version or the new one), a removed one is soft-deleted (Undo:
 `Library.restore`). The folder's records are written after each file, so a kill -9 part-way loses nothing: what was
 applied is in the library, the rest shows up again at the next check.
 """

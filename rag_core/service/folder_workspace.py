@@ -51,7 +51,7 @@ class LinkedFolders:
 
     settings: Settings
 
-    def _submit(self, label: str, work: Work, kind: str) -> str:
+    def submit_job(self, label: str, work: Work, kind: str) -> str:
         raise NotImplementedError  # Workspace's: a job of this person's queue
 
     def linked_folders(self) -> list[LinkedFolder]:
@@ -158,7 +158,7 @@ class LocalLinkedFolders(LinkedFolders):
             def work(progress: Any, change: Any = change) -> Any:
                 return apply_any(library, links, diff.folder, change, progress)
 
-            jobs.append(self._submit(change.shown, work, "file"))
+            jobs.append(self.submit_job(change.shown, work, "file"))
         watch.forget(diff.folder)
         return Applied(tuple(jobs), tuple(removed), tuple(failed))
 

@@ -26,7 +26,6 @@ from rag_core.injection.detect import flag_chunks
 from rag_core.retrieve.search import retrieve
 from rag_core.store.embeddings import Embedder
 from rag_core.store.migrate import migrate_if_needed
-from rag_core.store.replace import purge, remove, removed, replace_document, restore, retire
 from rag_core.store.vector_store import Store, open_store, stamp
 
 log = logging.getLogger(__name__)
@@ -109,7 +108,7 @@ class Library:
                         deadline: Deadline | None = None, replaces: str | None = None) -> IngestResult:
         """Chunk, embed and store an already-loaded Document (idempotent by doc_id); `original` is the file's bytes,
         kept privately for PDFs so a cited page can be shown; `replaces`: the document of its file's old version,
-        removed in the same step this one appears (rag_core.store.replace). Past `deadline` (default: a budget starting now) the
+        removed in the same step this one appears (Store.replace_document). Past `deadline` (default: a budget starting now) the
         work stops with IngestTimedOut and nothing is stored; a file that clearly cannot finish by then is refused
         before chunking."""
         name = label or doc.source.file_name
@@ -138,7 +137,7 @@ class Library:
         self._learn_speed(len(chunks), time.monotonic() - started)
         deadline.check()  # before saving (saving checks it again after every batch, rolling back when stopped)
         if replaces:
-            info = replace_document(self.store, replaces, doc.source, chunks, doc.page_count, vectors, progress)
+            info = self.store.replace_document(replaces, doc.source, chunks, doc.page_count, vectors, progress)
         else:
             info = self.store.add_chunks(doc.source, chunks, doc.page_count, owner=owner, progress=progress,
                                          vectors=vectors)
@@ -184,7 +183,7 @@ class Library:
 
     def _retire(self, old_id: str) -> None:
         """Remove the old version of a file whose new content is in the library already."""
-        retire(self.store, old_id)
+        self.store.retire(old_id)
         delete_original(self.settings, old_id)
 
     def _keep_original(self, doc_id: str, kind: str, data: bytes | None) -> None:
@@ -249,19 +248,19 @@ class Library:
 
     def remove(self, doc_id: str) -> DocumentInfo:
         """Soft-delete a document: hidden from the listing and searches, kept for `restore` (folder sync)."""
-        return remove(self.store, doc_id)
+        return self.store.remove(doc_id)
 
     def restore(self, doc_id: str) -> DocumentInfo:
         """Undo `remove`."""
-        return restore(self.store, doc_id)
+        return self.store.restore(doc_id)
 
     def removed(self) -> list[tuple[DocumentInfo, float]]:
         """Soft-deleted documents, with when they were removed, newest first."""
-        return removed(self.store)
+        return self.store.removed()
 
     def purge(self, doc_id: str) -> None:
         """Delete a soft-deleted document for good, with its saved original."""
-        purge(self.store, doc_id)
+        self.store.purge(doc_id)
         delete_original(self.settings, doc_id)
 
     def original(self, doc_id: str, owners: Iterable[str | None] | None = None) -> bytes | None:

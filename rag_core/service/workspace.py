@@ -132,7 +132,8 @@ class Workspace(LinkedFolders):
         return Limits(self.settings.max_upload_mb)
 
     # -- adding (in the background queue) -------------------------------------------
-    def _submit(self, label: str, work: Work, kind: str) -> str:
+    def submit_job(self, label: str, work: Work, kind: str) -> str:
+        """Queue `work` as one of this person's jobs (the subclasses' add_file and imports); returns the job id."""
         return self.queue.submit(label, work, owner=self.owner, kind=kind)
 
     def add_file(self, data: bytes, file_name: str) -> str:
@@ -305,7 +306,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
         def work(progress: Any) -> Any:
             return library.ingest_bytes(data, file_name, progress=progress)
 
-        return self._submit(file_name, work, "file")
+        return self.submit_job(file_name, work, "file")
 
     def import_wikipedia(self, title: str, lang: str = "en") -> str:
         """Queue one article import."""
@@ -316,7 +317,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
         def work(progress: Any) -> Any:
             return import_article(library, settings, title, lang=lang, progress=progress)
 
-        return self._submit(f"{title} (Wikipedia)", work, "wikipedia")
+        return self.submit_job(f"{title} (Wikipedia)", work, "wikipedia")
 
     def refresh_wikipedia(self) -> str:
         """Queue a check of every imported article."""
@@ -327,7 +328,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
         def work(progress: Any) -> Any:
             return refresh(library, settings, progress=progress)
 
-        return self._submit("Wikipedia articles", work, "refresh")
+        return self.submit_job("Wikipedia articles", work, "refresh")
 
     def answer_stream(self, question: str, history: Sequence[tuple[str, str]] = (),
                       doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:

@@ -96,55 +96,74 @@ def _weights(path: Path) -> dict[str, np.ndarray]:
 
 def build_graph(path: Path, shape: BertShape) -> bytes:
     """The serialized ONNX model (weights inside) for the folder at `path`."""
-    from onnx import TensorProto, helper, numpy_helper
+    graph = _Graph(path, shape)
+    x = graph.embeddings()
+    mask32 = graph.node("Cast", ["attention_mask"], "mask_i32", to=graph.tensor.INT32)
+    for i in range(shape.layers):
+        x = graph.encoder_layer(i, x, mask32)
+    return graph.serialized(graph.pooled(x))
 
-    w = _weights(path)
-    inits: list = []
-    nodes: list = []
 
-    def init(name: str, array: np.ndarray) -> str:
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+class _Graph:
+    """The nodes and initializers (weights) of a sentence encoder's graph, added in order, step by step."""
+
+    def __init__(self, path: Path, shape: BertShape) -> None:
+        from onnx import TensorProto, helper, numpy_helper
+
+        self.tensor, self.helper, self.numpy_helper = TensorProto, helper, numpy_helper
+        self.path, self.shape = path, shape
+        self.weights = _weights(path)
+        self.inits: list = []
+        self.nodes: list = []
+
+    def init(self, name: str, array: np.ndarray) -> str:
+        self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
-    def node(op: str, inputs: list[str], out: str, domain: str = "", **attrs: Any) -> str:
-        nodes.append(helper.make_node(op, inputs, [out], name=out, domain=domain, **attrs))
+    def node(self, op: str, inputs: list[str], out: str, domain: str = "", **attrs: Any) -> str:
+        self.nodes.append(self.helper.make_node(op, inputs, [out], name=out, domain=domain, **attrs))
         return out
 
-    def get(name: str) -> np.ndarray:
+    def get(self, name: str) -> np.ndarray:
         try:
-            return w[name].astype(np.float32)
+            return self.weights[name].astype(np.float32)
         except KeyError as e:
-            raise DocChatError(f"The embedding model's weights lack “{name}”. {_fix_hint(path)}") from e
+            raise DocChatError(f"The embedding model's weights lack “{name}”. {_fix_hint(self.path)}") from e
 
-    def layer_norm(x: str, prefix: str, out: str) -> str:
-        return node("LayerNormalization", [x, init(prefix + ".weight", get(prefix + ".weight")),
-                                           init(prefix + ".bias", get(prefix + ".bias"))], out, axis=-1,
-                    epsilon=shape.eps)
+    def layer_norm(self, x: str, prefix: str, out: str) -> str:
+        return self.node("LayerNormalization", [x, self.init(prefix + ".weight", self.get(prefix + ".weight")),
+                                                self.init(prefix + ".bias", self.get(prefix + ".bias"))], out,
+                         axis=-1, epsilon=self.shape.eps)
 
-    def linear(x: str, prefix: str, out: str) -> str:
-        weight = init(prefix + ".weight", get(prefix + ".weight").T)
-        return node("Add", [node("MatMul", [x, weight], out + ".mm"), init(prefix + ".bias", get(prefix + ".bias"))],
-                    out)
+    def linear(self, x: str, prefix: str, out: str) -> str:
+        weight = self.init(prefix + ".weight", self.get(prefix + ".weight").T)
+        return self.node("Add", [self.node("MatMul", [x, weight], out + ".mm"),
+                                 self.init(prefix + ".bias", self.get(prefix + ".bias"))], out)
 
-    # Embeddings: word + position + token type 0, then LayerNorm.
-    # The word table (30k rows) is kept in float16 and each looked-up row cast back: half its memory (~23 MB for
-    # MiniLM), vectors unchanged to cosine 0.99999 (tests/integration/test_embedding_runtime.py).
-    table = init("word_embeddings", get("embeddings.word_embeddings.weight").astype(np.float16))
-    words = node("Cast", [node("Gather", [table, "input_ids"], "words_f16")], "words", to=TensorProto.FLOAT)
-    length = node("Shape", ["input_ids"], "length", start=1, end=2)  # [S], 1-D
-    pos = node("Slice", [init("position_embeddings", get("embeddings.position_embeddings.weight")),
-                         init("zero_1d", np.array([0], np.int64)), length, init("axis_0", np.array([0], np.int64))],
-               "pos")
-    typed = get("embeddings.token_type_embeddings.weight")[0]
-    summed = node("Add", [node("Add", [words, pos], "words_pos"), init("token_type_0", typed)], "embedded")
-    x = layer_norm(summed, "embeddings.LayerNorm", "hidden_0")
-    mask32 = node("Cast", ["attention_mask"], "mask_i32", to=TensorProto.INT32)
-    for i in range(shape.layers):
+    def embeddings(self) -> str:
+        """Word + position + token type 0, then LayerNorm.
+
+        The word table (30k rows) is kept in float16 and each looked-up row cast back: half its memory (~23 MB for
+        MiniLM), vectors unchanged to cosine 0.99999 (tests/integration/test_embedding_runtime.py)."""
+        node, init, get = self.node, self.init, self.get
+        table = init("word_embeddings", get("embeddings.word_embeddings.weight").astype(np.float16))
+        words = node("Cast", [node("Gather", [table, "input_ids"], "words_f16")], "words", to=self.tensor.FLOAT)
+        length = node("Shape", ["input_ids"], "length", start=1, end=2)  # [S], 1-D
+        pos = node("Slice", [init("position_embeddings", get("embeddings.position_embeddings.weight")),
+                             init("zero_1d", np.array([0], np.int64)), length, init("axis_0", np.array([0], np.int64))],
+                   "pos")
+        typed = get("embeddings.token_type_embeddings.weight")[0]
+        summed = node("Add", [node("Add", [words, pos], "words_pos"), init("token_type_0", typed)], "embedded")
+        return self.layer_norm(summed, "embeddings.LayerNorm", "hidden_0")
+
+    def encoder_layer(self, i: int, x: str, mask32: str) -> str:
+        """One transformer layer: attention, residual + LayerNorm, feed-forward with GELU, residual + LayerNorm."""
+        node, init, get, linear, layer_norm = self.node, self.init, self.get, self.linear, self.layer_norm
         p = f"encoder.layer.{i}"
         qkv_w = np.concatenate([get(f"{p}.attention.self.{n}.weight").T for n in ("query", "key", "value")], axis=1)
         qkv_b = np.concatenate([get(f"{p}.attention.self.{n}.bias") for n in ("query", "key", "value")])
         attn = node("Attention", [x, init(f"{p}.qkv.weight", qkv_w), init(f"{p}.qkv.bias", qkv_b), mask32],
-                    f"{p}.attention", domain="com.microsoft", num_heads=shape.heads)
+                    f"{p}.attention", domain="com.microsoft", num_heads=self.shape.heads)
         dense = linear(attn, f"{p}.attention.output.dense", f"{p}.attention.dense")
         x = layer_norm(node("Add", [dense, x], f"{p}.attention.residual"), f"{p}.attention.output.LayerNorm",
                        f"{p}.attention.normed")
@@ -156,33 +175,40 @@ def build_graph(path: Path, shape: BertShape) -> bytes:
         gelu = node("Mul", [node("Mul", [inter, erf1], f"{p}.gelu.mul"),
                             init(f"{p}.half", np.array(0.5, np.float32))], f"{p}.gelu")
         out = linear(gelu, f"{p}.output.dense", f"{p}.output")
-        x = layer_norm(node("Add", [out, x], f"{p}.output.residual"), f"{p}.output.LayerNorm", f"hidden_{i + 1}")
-    if shape.pooling == "cls":
-        pooled = node("Gather", [x, init("zero_axis", np.array(0, np.int64))], "pooled", axis=1)
-    else:
-        maskf = node("Unsqueeze", [node("Cast", ["attention_mask"], "mask_f", to=TensorProto.FLOAT),
-                                   init("last_axis", np.array([-1], np.int64))], "mask_3d")
-        total = node("ReduceSum", [node("Mul", [x, maskf], "masked"), "one_axis"], "total", keepdims=0)
-        inits.append(numpy_helper.from_array(np.array([1], np.int64), "one_axis"))
-        count = node("Max", [node("ReduceSum", [maskf, "one_axis"], "count_raw", keepdims=0),
-                             init("tiny", np.array(1e-9, np.float32))], "count")
-        pooled = node("Div", [total, count], "pooled")
-    if shape.normalize:
-        norm = node("Max", [node("ReduceL2", [pooled, init("vec_axis", np.array([-1], np.int64))], "norm_raw",
-                                 keepdims=1), init("tiny_norm", np.array(1e-12, np.float32))], "norm")
-        pooled = node("Div", [pooled, norm], "normalized")
-    nodes.append(helper.make_node("Identity", [pooled], ["sentence_embedding"], name="output"))
-    graph = helper.make_graph(
-        nodes, "sentence_encoder",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"])],
-        [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", shape.hidden])],
-        initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
-                                                    helper.make_opsetid("com.microsoft", 1)])
-    model.ir_version = 8
-    return bytes(model.SerializeToString())
+        return layer_norm(node("Add", [out, x], f"{p}.output.residual"), f"{p}.output.LayerNorm", f"hidden_{i + 1}")
 
+    def pooled(self, x: str) -> str:
+        """The sentence vector: the first token's (cls) or the mean over the real tokens, normalized if asked."""
+        node, init = self.node, self.init
+        if self.shape.pooling == "cls":
+            pooled = node("Gather", [x, init("zero_axis", np.array(0, np.int64))], "pooled", axis=1)
+        else:
+            maskf = node("Unsqueeze", [node("Cast", ["attention_mask"], "mask_f", to=self.tensor.FLOAT),
+                                       init("last_axis", np.array([-1], np.int64))], "mask_3d")
+            total = node("ReduceSum", [node("Mul", [x, maskf], "masked"), "one_axis"], "total", keepdims=0)
+            self.inits.append(self.numpy_helper.from_array(np.array([1], np.int64), "one_axis"))
+            count = node("Max", [node("ReduceSum", [maskf, "one_axis"], "count_raw", keepdims=0),
+                                 init("tiny", np.array(1e-9, np.float32))], "count")
+            pooled = node("Div", [total, count], "pooled")
+        if self.shape.normalize:
+            norm = node("Max", [node("ReduceL2", [pooled, init("vec_axis", np.array([-1], np.int64))], "norm_raw",
+                                     keepdims=1), init("tiny_norm", np.array(1e-12, np.float32))], "norm")
+            pooled = node("Div", [pooled, norm], "normalized")
+        return pooled
+
+    def serialized(self, pooled: str) -> bytes:
+        helper, tensor = self.helper, self.tensor
+        self.nodes.append(helper.make_node("Identity", [pooled], ["sentence_embedding"], name="output"))
+        graph = helper.make_graph(
+            self.nodes, "sentence_encoder",
+            [helper.make_tensor_value_info("input_ids", tensor.INT64, ["batch", "sequence"]),
+             helper.make_tensor_value_info("attention_mask", tensor.INT64, ["batch", "sequence"])],
+            [helper.make_tensor_value_info("sentence_embedding", tensor.FLOAT, ["batch", self.shape.hidden])],
+            initializer=self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
+                                                        helper.make_opsetid("com.microsoft", 1)])
+        model.ir_version = 8
+        return bytes(model.SerializeToString())
 
 def threads() -> int:
     """Intra-op threads: the cores this process may use, at most 4 (more only contend on a shared laptop)."""

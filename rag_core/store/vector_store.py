@@ -12,6 +12,15 @@ the document back; a crash (or a full disk that stops the roll-back) leaves a "p
 cleanup_pending removes the next time the library is opened or written (rag_core.store.backends.journal). Re-adding a
 document whose points are not all there stores it again. Engine failures leave as one sentence: DiskFull or
 StorageError (a full disk still lists and searches). Writes are serialised by one lock; reads take none.
+
+Folder sync's writes (the "folder sync" section of Store). Replacing: the new version of a changed file is stored
+"pending" (invisible) with `replaces` naming the old one, then, with the store's SwapGate held alone, its points
+become "complete" and the old version's "superseded" (hidden): two quick engine calls no search runs between, so a
+question sees the old version or the new one, never both or neither. The old version is then deleted. Every step is
+journalled in the registry (rag_core.store.backends.journal), so a kill -9 anywhere leaves exactly one version.
+Removing: a file gone from a linked folder has its document's entry and points marked "removed": hidden from the
+listing and from every search, its passages kept, so Undo (`restore`) makes it complete again at once; `purge`
+deletes it for good.
 """
 from __future__ import annotations
 
@@ -33,7 +42,9 @@ from rag_core.store.backends import (
     DELETING,
     METADATA_KEY,
     PENDING,
+    REMOVED,
     STATUS_KEY,
+    SUPERSEDED,
     Backend,
     RawPoint,
     Scope,
@@ -80,6 +91,24 @@ def now_iso() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
+def _pending(source: SourceMeta, chunks: list[Chunk], pages: int | None, owner: str | None, vectors: tuple,
+             **more: Any) -> tuple[dict[str, Any], list[RawPoint]]:
+    """A new document's registry entry and its chunk points, both "pending" (invisible until complete)."""
+    dense, sparse = vectors
+    entry: dict[str, Any] = {
+        "doc_id": chunks[0].doc_id, "title": source.title, "kind": source.kind, "pages": pages, "chunks": len(chunks),
+        "added_at": source.added_at or now_iso(), "file_name": source.file_name, "url": source.url,
+        "sha256": source.sha256, "revision_id": source.revision_id, "lang": source.lang,
+        "page_id": source.page_id, "owner": owner, "flags": [], STATUS_KEY: PENDING, "started": time.time(), **more,
+    }
+    points = []
+    for i, c in enumerate(chunks):
+        payload = document_payload(chunk_to_document(c, owner))
+        payload[METADATA_KEY][STATUS_KEY] = PENDING
+        points.append(RawPoint(c.point_id, dense[i], sparse[i], payload))
+    return entry, points
+
+
 def _scope(doc_ids: Iterable[str] | None, owners: Iterable[str | None] | None,
            point_ids: Iterable[str] | None = None) -> Scope:
     return Scope(None if doc_ids is None else tuple(doc_ids), None if owners is None else tuple(owners),
@@ -96,7 +125,7 @@ class Store:
         self.collection = settings.collection
         self._lock = threading.RLock()  # writes only: add/delete are multi-step sequences
         self._unfinished: set[str] = set()  # adds / deletes not finished or undone (a full disk): retried on writes
-        self.gate = SwapGate()  # searches share it; replacing a changed file's passages holds it alone (store.replace)
+        self.gate = SwapGate()  # searches share it; replacing a changed file's passages holds it alone
         with self._engine("be opened"):
             self._ensure_collections()
         self.cleanup_pending()
@@ -218,18 +247,7 @@ class Store:
         doc_id = chunks[0].doc_id
         if vectors is None:
             vectors = self.embed_chunks(chunks, progress)
-        dense, sparse = vectors
-        entry: dict[str, Any] = {
-            "doc_id": doc_id, "title": source.title, "kind": source.kind, "pages": pages, "chunks": len(chunks),
-            "added_at": source.added_at or now_iso(), "file_name": source.file_name, "url": source.url,
-            "sha256": source.sha256, "revision_id": source.revision_id, "lang": source.lang,
-            "page_id": source.page_id, "owner": owner, "flags": [], STATUS_KEY: PENDING, "started": time.time(),
-        }
-        points = []
-        for i, c in enumerate(chunks):
-            payload = document_payload(chunk_to_document(c, owner))
-            payload[METADATA_KEY][STATUS_KEY] = PENDING
-            points.append(RawPoint(c.point_id, dense[i], sparse[i], payload))
+        entry, points = _pending(source, chunks, pages, owner, vectors)
         name = source.file_name or source.title
         action, outcome = f"save “{name}”", f"“{name}” was not added and your library was not changed"
         with self._lock:
@@ -347,6 +365,136 @@ class Store:
         """Write one registry entry as given (the keys add_chunks writes: doc_id, title, ..., status), flushed."""
         with self._lock:
             self.backend.put_entry(entry)
+            self.backend.flush()
+
+    # -- folder sync: replace a changed file in one step, soft delete and undo ------------------------------------
+    def replace_document(self, old_id: str, source: SourceMeta, chunks: list[Chunk], pages: int | None,
+                         vectors: tuple, progress: Progress | None = None) -> DocumentInfo:
+        """Store `chunks` as the new version of document `old_id` and remove the old one, visible in one step; when
+        the old one is gone already, a plain add."""
+        doc_id = chunks[0].doc_id
+        old = self.backend.get_entry(old_id)
+        if old is None or old.get(STATUS_KEY) != COMPLETE or old_id == doc_id:
+            return self.add_chunks(source, chunks, pages, progress=progress, vectors=vectors)
+        entry, points = _pending(source, chunks, pages, old.get("owner"), vectors, replaces=old_id)
+        name = source.file_name or source.title
+        action, outcome = f"save the new version of “{name}”", f"“{name}” was not updated and your library was not changed"
+        with self._lock:
+            self._finish_leftovers()
+            with self._engine(action, outcome):
+                existing = self.backend.get_entry(doc_id)
+                if existing and journal.intact(self.backend, existing):  # the new version is there already
+                    self.retire(old_id)
+                    return info_from_entry(existing)
+                self.backend.check_room(points)
+                self.backend.put_entry(entry)
+                self.backend.flush()  # the journal entry (with `replaces`) is on disk before any point is
+            try:
+                with self._engine(action, outcome):
+                    self._swap_in(doc_id, old_id, entry, points, bool(existing), progress)
+            except BaseException as e:
+                log.warning("Replacing %s failed (%s); rolling back", name, e)
+                self._undo(doc_id)  # journal.finish shows the old version again...
+                self._show_again(old_id)  # ...unless the new one's entry said "complete" already (a flush failed)
+                raise
+            self._drop_old(old, entry)
+        return info_from_entry(entry)
+
+    def _swap_in(self, doc_id: str, old_id: str, entry: dict[str, Any], points: list[RawPoint], existing: bool,
+                 progress: Progress | None) -> None:
+        """Write the new version's points, then make it complete and the old one superseded with no search between."""
+        if existing:
+            self.backend.delete_document(doc_id)
+        upsert_batched(self.backend, points, UPSERT_BATCH, progress)
+        with self.gate.swapping():  # no search between these two calls
+            self.backend.set_status(doc_id, COMPLETE)
+            self.backend.set_status(old_id, SUPERSEDED)
+        entry[STATUS_KEY] = COMPLETE
+        self.backend.put_entry(entry)
+        self.backend.flush()
+
+    def _show_again(self, old_id: str) -> None:
+        """Make a replaced version searchable again after a failed replacement (when its entry is still complete)."""
+        try:
+            with self._engine("undo a failed update"):
+                old = self.backend.get_entry(old_id)
+                if old is not None and old.get(STATUS_KEY) == COMPLETE:
+                    with self.gate.swapping():
+                        self.backend.set_status(old_id, COMPLETE)
+                    self.backend.flush()
+        except DocChatError as e:  # a full disk: the next open finds it complete with hidden passages (`repair`)
+            log.warning("Could not show the old version %s again yet (%s)", old_id, e)
+
+    def _drop_old(self, old: dict[str, Any], entry: dict[str, Any] | None) -> None:
+        """Delete the replaced version, then forget `replaces` (`entry`: the new version's, whose `replaces` already
+        journals the deletion; None: marked "deleting" first); a failure is finished at the next write."""
+        try:
+            with self._engine("remove the old version of a file"):
+                if entry is None:
+                    self.backend.put_entry({**old, STATUS_KEY: DELETING})
+                    self.backend.flush()
+                journal.finish(self.backend, old["doc_id"])
+                if entry is None:
+                    self.backend.flush()
+                else:  # not flushed now (the next write or closing does it): until then `replaces` journals this step
+                    self.backend.put_entry({k: v for k, v in entry.items() if k != "replaces"})
+        except Exception as e:  # noqa: BLE001 - the new version is in; the old one is hidden and removed later
+            log.warning("Could not remove the old version %s yet (%s)", old["doc_id"], e)
+            self._unfinished.add(old["doc_id"])
+
+    def retire(self, old_id: str) -> None:
+        """Remove the old version of a file whose new version is in the library already (hidden first, then
+        deleted)."""
+        with self._lock:
+            old = self.backend.get_entry(old_id)
+            if old is None or old.get(STATUS_KEY) != COMPLETE:
+                return
+            with self._engine("remove the old version of a file"), self.gate.swapping():
+                self.backend.set_status(old_id, SUPERSEDED)
+            self._drop_old(old, None)
+
+    def remove(self, doc_id: str, owners: Iterable[str | None] | None = None) -> DocumentInfo:
+        """Hide a document from the listing and every search, keeping its passages for `restore` (soft delete)."""
+        with self._lock:
+            info = self.get(doc_id, owners)
+            entry = self.backend.get_entry(doc_id)
+            if info is None or entry is None:
+                raise DocumentNotFound(doc_id)
+            with self._engine(f"remove “{info.title}”", f"“{info.title}” was not removed"):
+                self.backend.set_status(doc_id, REMOVED)
+                self.backend.put_entry({**entry, STATUS_KEY: REMOVED, "removed_at": time.time()})
+                self.backend.flush()
+        return info
+
+    def restore(self, doc_id: str, owners: Iterable[str | None] | None = None) -> DocumentInfo:
+        """Undo `remove`: the document is in the listing and searched again (DocumentNotFound when not removed)."""
+        with self._lock:
+            entry = self.backend.get_entry(doc_id)
+            if entry is None or entry.get(STATUS_KEY) != REMOVED or (owners is not None and
+                                                                      entry.get("owner") not in list(owners)):
+                raise DocumentNotFound(doc_id)
+            with self._engine(f"restore “{entry.get('title')}”"):
+                self.backend.set_status(doc_id, COMPLETE)
+                self.backend.put_entry({k: v for k, v in entry.items() if k != "removed_at"} | {STATUS_KEY: COMPLETE})
+                self.backend.flush()
+        return info_from_entry(entry)
+
+    def removed(self, owners: Iterable[str | None] | None = None) -> list[tuple[DocumentInfo, float]]:
+        """Removed documents that can still be restored, with when they were removed (epoch seconds), newest first."""
+        with self._engine("be read"):
+            entries = self.backend.entries(REMOVED, None if owners is None else list(owners))
+        found = [(info_from_entry(e), float(e.get("removed_at") or 0)) for e in entries]
+        return sorted(found, key=lambda d: d[1], reverse=True)
+
+    def purge(self, doc_id: str) -> None:
+        """Delete a removed document for good (journalled like any delete)."""
+        with self._lock, self._engine("empty the removed documents"):
+            entry = self.backend.get_entry(doc_id)
+            if entry is None or entry.get(STATUS_KEY) != REMOVED:
+                return
+            self.backend.put_entry({**entry, STATUS_KEY: DELETING})
+            self.backend.flush()
+            journal.finish(self.backend, doc_id)
             self.backend.flush()
 
     # -- reads ---------------------------------------------------------------

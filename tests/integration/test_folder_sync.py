@@ -21,7 +21,6 @@ from rag_core.service.folder_sync import Bucket, apply_change, chosen, diff_fold
 from rag_core.service.library import Library
 from rag_core.service.linked_folders import FolderLinks
 from rag_core.store.backends import COMPLETE
-from rag_core.store.replace import replace_document
 
 pytestmark = pytest.mark.remembered_vectors
 
@@ -192,7 +191,7 @@ def test_a_search_during_a_replacement_sees_one_version(settings):
         try:
             for v in range(1, 7):
                 src, chunks, vectors2 = synthetic_document(store, f"v{v}", 40, seed=0)
-                replace_document(store, f"v{v - 1}", src, chunks, None, vectors2)
+                store.replace_document(f"v{v - 1}", src, chunks, None, vectors2)
         finally:
             done.set()
             t.join()
@@ -208,7 +207,7 @@ def _replace_child(data_dir: str, kill_at: int, ready) -> None:
     src, chunks, vectors = synthetic_document(store, "new", 9, seed=3)
     die_before_write(store, kill_at)
     ready.set()
-    replace_document(store, "old", src, chunks, None, vectors)
+    store.replace_document("old", src, chunks, None, vectors)
     os.kill(os.getpid(), 9)
 
 
@@ -361,7 +360,7 @@ def test_a_failed_replacement_leaves_the_old_version_searchable(settings, fail_a
 
         store.backend.flush, store.backend.upsert = flush, upsert
         with pytest.raises(DiskFull):
-            replace_document(store, "old", new[0], new[1], None, new[2])
+            store.replace_document("old", new[0], new[1], None, new[2])
         store.backend.flush, store.backend.upsert = real_flush, real_upsert
         assert [(d.doc_id, d.chunks) for d in store.list_documents()] == [("old", 6)]
         assert {h.chunk.doc_id for h in store.query(vectors[0][0].tolist(), None, 20)} == {"old"}

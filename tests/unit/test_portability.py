@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from rag_core.core.config import Settings
-from rag_core.core.errors import NoTextLayer
+from rag_core.core.errors import NoTextLayer, tesseract_install_hint
 from rag_core.core.files import portable_name, reserved_on_windows
-from rag_core.core.ingest_errors import tesseract_install_hint
 from rag_core.ingest import originals
 from rag_core.ingest.loaders import _tesseract, ocr
 from rag_core.service.conversation_data import ID_RE, file_name_for, new_id

@@ -11,7 +11,7 @@ from rag_core.core.formats import location_label
 from rag_core.core.models import Answer
 
 
-def _print_sources(ans: Answer) -> None:
+def print_sources(ans: Answer) -> None:
     if not ans.citations:
         return
     print("\nSources:")
@@ -73,7 +73,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json_text(answer_json(ans)))
     else:
-        _print_sources(ans)
+        print_sources(ans)
         if ans.notice:
             details = ans.extra.get("details")
             print("\nNote: " + terminal_text(ans.notice) + (f"\n({terminal_text(str(details))})" if details else ""),

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rag_core.adapters.cli.answers import _print_sources as print_sources
-from rag_core.adapters.cli.answers import answer_json, checked_reply
+from rag_core.adapters.cli.answers import answer_json, checked_reply, print_sources
 from rag_core.adapters.cli.common import json_text, terminal_text
 from rag_core.core.config import Settings
 from rag_core.core.models import StageEvent

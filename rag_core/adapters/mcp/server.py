@@ -248,9 +248,22 @@ def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool =
     documents without a model when `use_llm` is False or no model is configured or reachable)."""
     server: MCPServer = DocChatMCPServer(SERVER_NAME, title="DocChat document library", instructions=INSTRUCTIONS,
                                          log_level="WARNING")
-    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    _add_read_tools(server, settings, holder, use_llm)
+    _add_passage_tool(server, holder)
+    add_summary_tool(server, settings, holder, use_llm)
+    add_changes_tool(server, settings, holder)
+    if allow_writes:
+        _add_write_tools(server, settings, holder, allow_dirs)
+    return server
 
-    @server.tool(annotations=read_only)
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+def _add_read_tools(server: MCPServer, settings: Settings, holder: LibraryHolder, use_llm: bool) -> None:
+    """search, ask and list_documents."""
+
+    @server.tool(annotations=READ_ONLY)
     def search(query: Annotated[str, Field(min_length=1, max_length=2000, description="What to look for, in words.")],
                k: Annotated[int, Field(ge=1, le=50, description="How many passages to return.")] = 5,
                doc_ids: DocIds = None) -> dict[str, Any]:
@@ -264,7 +277,7 @@ def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool =
             hits = lib.search(query, k=k, doc_ids=_check_doc_ids(lib, doc_ids))
         return {"query": query, "passages": [passage_result(p, i) for i, p in enumerate(hits, 1)]}
 
-    @server.tool(annotations=read_only)
+    @server.tool(annotations=READ_ONLY)
     def ask(question: Annotated[str, Field(min_length=1, max_length=2000, description="A question in words.")],
             doc_ids: DocIds = None) -> dict[str, Any]:
         """Answer a question from the user's documents only, with numbered citations [n] that were checked
@@ -285,7 +298,7 @@ def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool =
         return {"answer": ans.text, "mode": ans.mode, "citations": citations, "notice": ans.notice,
                 "incomplete": ans.incomplete, "closest": bool(ans.extra.get("closest"))}
 
-    @server.tool(annotations=read_only)
+    @server.tool(annotations=READ_ONLY)
     def list_documents() -> dict[str, Any]:
         """List every document in the library, newest first: id, title, kind, pages, passages, and for Wikipedia
         articles the URL, language, revision and licence."""
@@ -293,7 +306,11 @@ def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool =
             docs = lib.documents()
         return {"documents": [document_result(d) for d in docs]}
 
-    @server.tool(annotations=read_only)
+
+def _add_passage_tool(server: MCPServer, holder: LibraryHolder) -> None:
+    """get_passage: the exact text of a character range, with its neighbours."""
+
+    @server.tool(annotations=READ_ONLY)
     def get_passage(doc_id: Annotated[str, Field(min_length=1, max_length=200,
                                                  description="The document id (from search or list_documents).")],
                     char_start: Annotated[int, Field(ge=0, description="First character of the range.")],
@@ -324,12 +341,6 @@ def build_server(settings: Settings, holder: LibraryHolder, allow_writes: bool =
                 "page_start": min(pages, default=None), "page_end": max(pages, default=None),
                 "section": inside[0].section or None if inside else None,
                 **{k: v for k, v in document_result(info).items() if k in ("url", "license", "kind")}}
-
-    add_summary_tool(server, settings, holder, use_llm)
-    add_changes_tool(server, settings, holder)
-    if allow_writes:
-        _add_write_tools(server, settings, holder, allow_dirs)
-    return server
 
 
 def _add_write_tools(server: MCPServer, settings: Settings, holder: LibraryHolder,

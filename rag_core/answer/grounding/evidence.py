@@ -245,6 +245,11 @@ def _context(answer: Answer) -> list[Passage]:
     return list(answer.passages[:n])
 
 
+Spans = tuple[int, int]
+Uses = dict[int, list[tuple[Spans, Evidence | None]]]
+Matches = dict[int, list[tuple[Spans, Evidence]]]
+
+
 def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") -> Answer:
     """A copy of `answer` whose citations are verified / unsupported / matched, with evidence spans and per-sentence
     checks in `sentences`; a not-found answer (or one without passages) comes back unchanged."""
@@ -262,18 +267,50 @@ def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") 
     titles = [" ".join((numbered[n].chunk.source.title, numbered[n].chunk.section)) for n in ns]
 
     sentences = answer_sentences(answer.text)
+    claims, claim_of = _claims(answer.text, sentences)
+    question = answer.standalone_question or answer.question
+    matrix = find_evidence(claims, texts, embedder, question, method, titles) if claims else []
+    cites_for, orphan = _markers(sentences, cited_passages, claim_of)
+    rows = {k: dict(zip(ns, matrix[c], strict=True)) for k, c in claim_of.items()}
+    checks, uses, matches = _check_sentences(answer.text, sentences, cites_for, orphan, rows, numbered)
+    # A claim that cites [n] but none of whose cited passages backs it: [n] is not "verified", even if it backs
+    # another sentence (a true sentence and an injected one both citing [1] leave [1] unsupported, evidence kept).
+    doubted = {n for ch in replace(answer, sentences=tuple(checks)).unbacked() for n in ch.cited}
+    ordered = _citations(answer, cited_passages, uses, matches, doubted, numbered)
+    statuses = [c.status for c in ordered]
+    summary = {
+        "method": method,
+        "claims": len(claims),
+        "supported_claims": sum(ch.status in (VERIFIED, MATCHED) for ch in checks),
+        "verified": statuses.count(VERIFIED), "unsupported": statuses.count(UNSUPPORTED),
+        "matched": statuses.count(MATCHED), "unbacked_cited": len(replace(answer, sentences=tuple(checks)).unbacked()),
+        "question_coverage": _question_coverage(question, ordered),
+        "ms": round((time.perf_counter() - t0) * 1000, 1),
+    }
+    if summary["unsupported"]:
+        log.info("Evidence: %d citation(s) not backed by their passage", summary["unsupported"])
+    return replace(answer, citations=ordered, sentences=tuple(checks),
+                   extra={**answer.extra, "evidence": summary})
+
+
+def _claims(text: str, sentences: list) -> tuple[list[str], dict[int, int]]:
+    """The sentences that state something, as claims, and which claim each such sentence (by index) is."""
     claims: list[str] = []
     claim_of: dict[int, int] = {}
     for k, ((s, e), _) in enumerate(sentences):
-        claim = claim_text(answer.text[s:e])
+        claim = claim_text(text[s:e])
         if is_claim(claim, content_terms(claim).words):
             claim_of[k] = len(claims)
             claims.append(claim)
-    question = answer.standalone_question or answer.question
-    matrix = find_evidence(claims, texts, embedder, question, method, titles) if claims else []
+    return claims, claim_of
 
-    # Markers in a sentence that states nothing ("The answer is [1].", "Source: [2]") cite the claims before it,
-    # back to the previous sentence with markers of its own.
+
+def _markers(sentences: list, cited_passages: dict[int, Passage], claim_of: dict[int, int]
+             ) -> tuple[list[list[int]], list[bool]]:
+    """The citations each sentence stands for, and which marker-only sentences back no claim (orphans).
+
+    Markers in a sentence that states nothing ("The answer is [1].", "Source: [2]") cite the claims before it, back
+    to the previous sentence with markers of its own."""
     own = [[n for n in written if n in cited_passages] for _, written in sentences]
     cites_for = [list(o) for o in own]
     orphan = [False] * len(sentences)
@@ -286,45 +323,58 @@ def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") 
                 cites_for[j].extend(n for n in markers if n not in cites_for[j])
             j -= 1
         orphan[k] = not any(j in claim_of for j in range(j + 1, k))
+    return cites_for, orphan
 
+
+def _check_sentences(text: str, sentences: list, cites_for: list[list[int]], orphan: list[bool],
+                     rows: dict[int, dict[int, Evidence | None]], numbered: dict[int, Passage]
+                     ) -> tuple[list[SentenceCheck], Uses, Matches]:
+    """Each sentence's check, what each cited passage backs (`uses`) and which uncited passage backs a claim
+    (`matches`); `rows`: each claim sentence's evidence in every numbered passage."""
     checks: list[SentenceCheck] = []
-    uses: dict[int, list[tuple[tuple[int, int], Evidence | None]]] = {n: [] for n in cited_passages}
-    matches: dict[int, list[tuple[tuple[int, int], Evidence]]] = {}
+    uses: Uses = {n: [] for n in {n for cited in cites_for for n in cited}}
+    matches: Matches = {}
     for k, (span, _) in enumerate(sentences):
         cited = tuple(cites_for[k])
-        if k not in claim_of:
+        if k not in rows:
             # Not a claim (a question, a label) - but a word-for-word quote of its cited passage still backs [n]
             # (extractive answers quote questions from the documents too).
-            quote = claim_text(answer.text[span[0]:span[1]])
-            found = {n: _verbatim(quote, numbered[n].chunk.text) for n in cited}
+            quote = claim_text(text[span[0]:span[1]])
             checks.append(SentenceCheck(span[0], span[1], NO_CLAIM, cited))
             for n in cited:
-                hit = found[n]
+                hit = _verbatim(quote, numbered[n].chunk.text)
                 if hit is not None:
                     uses[n].append((span, _quoted(hit)))
                 elif orphan[k]:
                     uses[n].append((span, None))
             continue
-        row = dict(zip(ns, matrix[claim_of[k]], strict=True))
+        row = rows[k]
         for n in cited:
             uses[n].append((span, row[n]))
-        good = {n: ev for n in cited if (ev := row[n]) is not None and ev.supported}
-        if good:
-            best = max(ev.score for ev in good.values())
-            checks.append(SentenceCheck(span[0], span[1], VERIFIED, cited, tuple(good), best))
-            continue
-        candidates = [(ev.score, -n, n, ev) for n, ev in row.items() if ev is not None and ev.supported]
-        best_any = max((ev.score for ev in row.values() if ev is not None), default=0.0)
-        if candidates:
-            _, _, m, ev = max(candidates)
-            matches.setdefault(m, []).append((span, ev))
-            checks.append(SentenceCheck(span[0], span[1], MATCHED, cited, (m,), ev.score))
-        else:
-            checks.append(SentenceCheck(span[0], span[1], UNSUPPORTED, cited, (), best_any))
+        checks.append(_claim_check(span, cited, row, matches))
+    return checks, uses, matches
 
-    # A claim that cites [n] but none of whose cited passages backs it: [n] is not "verified", even if it backs
-    # another sentence (a true sentence and an injected one both citing [1] leave [1] unsupported, evidence kept).
-    doubted = {n for ch in replace(answer, sentences=tuple(checks)).unbacked() for n in ch.cited}
+
+def _claim_check(span: Spans, cited: tuple[int, ...], row: dict[int, Evidence | None], matches: Matches
+                 ) -> SentenceCheck:
+    """A claim's check: verified by a cited passage, matched by another one (noted in `matches`), or unsupported."""
+    good = {n: ev for n in cited if (ev := row[n]) is not None and ev.supported}
+    if good:
+        best = max(ev.score for ev in good.values())
+        return SentenceCheck(span[0], span[1], VERIFIED, cited, tuple(good), best)
+    candidates = [(ev.score, -n, n, ev) for n, ev in row.items() if ev is not None and ev.supported]
+    if candidates:
+        _, _, m, ev = max(candidates)
+        matches.setdefault(m, []).append((span, ev))
+        return SentenceCheck(span[0], span[1], MATCHED, cited, (m,), ev.score)
+    best_any = max((ev.score for ev in row.values() if ev is not None), default=0.0)
+    return SentenceCheck(span[0], span[1], UNSUPPORTED, cited, (), best_any)
+
+
+def _citations(answer: Answer, cited_passages: dict[int, Passage], uses: Uses, matches: Matches, doubted: set[int],
+               numbered: dict[int, Passage]) -> tuple[Citation, ...]:
+    """The answer's citations with their status and evidence, plus a "matched" one for each uncited backing passage,
+    in number order."""
     citations: dict[int, Citation] = {}
     for c in (c for c in answer.citations if c.n in cited_passages):
         backed = [(span, ev) for span, ev in uses.get(c.n, []) if ev is not None and ev.supported]
@@ -351,11 +401,12 @@ def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") 
         citations[m] = Citation(n=m, passage=numbered[m], status=MATCHED, evidence_start=top.start,
                                 evidence_end=top.end, support=top.score,
                                 answer_spans=tuple(span for span, _ in backing))
+    return tuple(citations[n] for n in sorted(citations))
 
-    ordered = tuple(citations[n] for n in sorted(citations))
-    statuses = [c.status for c in ordered]
-    # How much of the question the evidence speaks about: a low share means the answer, however faithful to its
-    # sources, may not answer this question (the benchmark measures it as a refusal signal).
+
+def _question_coverage(question: str, ordered: tuple[Citation, ...]) -> float | None:
+    """How much of the question the evidence speaks about: a low share means the answer, however faithful to its
+    sources, may not answer this question (the benchmark measures it as a refusal signal)."""
     q_words = content_terms(question).words if question else frozenset()
     seen: set[str] = set()
     for c in ordered:
@@ -363,19 +414,7 @@ def verify_answer(answer: Answer, embedder: Embedder, method: str = "combined") 
             chunk = c.passage.chunk
             seen |= content_terms(chunk.text[c.evidence_start:c.evidence_end]).words
             seen |= content_terms(f"{chunk.source.title} {chunk.section}").words
-    summary = {
-        "method": method,
-        "claims": len(claims),
-        "supported_claims": sum(ch.status in (VERIFIED, MATCHED) for ch in checks),
-        "verified": statuses.count(VERIFIED), "unsupported": statuses.count(UNSUPPORTED),
-        "matched": statuses.count(MATCHED), "unbacked_cited": len(replace(answer, sentences=tuple(checks)).unbacked()),
-        "question_coverage": round(len(q_words & seen) / len(q_words), 4) if q_words else None,
-        "ms": round((time.perf_counter() - t0) * 1000, 1),
-    }
-    if summary["unsupported"]:
-        log.info("Evidence: %d citation(s) not backed by their passage", summary["unsupported"])
-    return replace(answer, citations=ordered, sentences=tuple(checks),
-                   extra={**answer.extra, "evidence": summary})
+    return round(len(q_words & seen) / len(q_words), 4) if q_words else None
 
 
 __all__ = ["Evidence", "Terms", "FLAGGED", "MATCHED", "METHODS", "NO_CLAIM", "UNSUPPORTED", "VERIFIED", "answer_sentences",

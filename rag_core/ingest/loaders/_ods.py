@@ -40,7 +40,7 @@ _TAG_MAX = 4096  # bytes kept from one piece to the next, so that a start tag cu
 def read_sheets(f: IO[bytes], file_name: str, settings: Settings, title: str, deadline: Deadline,
                 progress: Progress | None = None) -> Extracted:
     """The spreadsheet in content.xml (`f`): a section per visible sheet, its rows under their header row."""
-    limits = sheets._Limits(settings.max_sheet_rows, settings.max_sheet_rows)
+    limits = sheets.SheetLimits(settings.max_sheet_rows, settings.max_sheet_rows)
     budget = block_budget(settings.chunk_tokens)
     stream = _Stream(f, deadline)
     blocks: list[Block] = []
@@ -50,8 +50,8 @@ def read_sheets(f: IO[bytes], file_name: str, settings: Settings, title: str, de
         if is_hidden:
             hidden.append(name)
             continue
-        kept = sheets._collect(rows, f"sheet “{name}”", limits, deadline, progress)
-        blocks += sheets._sheet_blocks(name, kept, f"Sheet: {name}", budget)
+        kept = sheets.collect_rows(rows, f"sheet “{name}”", limits, deadline, progress)
+        blocks += sheets.sheet_blocks(name, kept, f"Sheet: {name}", budget)
         if limits.full:  # the rest is not read: only the names of the sheets after it are looked for
             for later, later_hidden in stream.later_sheets(name):
                 (hidden if later_hidden else skipped).append(later)
@@ -65,7 +65,7 @@ def read_sheets(f: IO[bytes], file_name: str, settings: Settings, title: str, de
     if skipped:
         names = ", ".join(f"“{n}”" for n in skipped[:_MAX_LISTED]) + (", …" if len(skipped) > _MAX_LISTED else "")
         notes.append(f"Sheets not read, as the rows before them reached the limit: {names}.")
-    return sheets._extracted(file_name, notes, blocks, title, deadline)
+    return sheets.sheet_extracted(file_name, notes, blocks, title, deadline)
 
 
 class _Stream:

@@ -218,10 +218,10 @@ def _oriented_size(img: Image.Image) -> tuple[int, int]:
 def _to_pdf(data: bytes, img: Image.Image, frames: list[Frame], file_name: str, deadline: Deadline) -> bytes:
     """The PDF of `frames` of `img` (opened from `data`), a page each, decoded one at a time (CorruptFile when a
     picture is damaged)."""
-    from rag_core.ingest.loaders.pdf import _MUPDF_LOCK  # PyMuPDF is not thread-safe: read_pdf takes the same lock
+    from rag_core.ingest.loaders.pdf import MUPDF_LOCK  # PyMuPDF is not thread-safe: read_pdf takes the same lock
 
     left = deadline.left()
-    if not _MUPDF_LOCK.acquire(timeout=-1 if left == math.inf else min(left, threading.TIMEOUT_MAX)):
+    if not MUPDF_LOCK.acquire(timeout=-1 if left == math.inf else min(left, threading.TIMEOUT_MAX)):
         raise IngestTimedOut(file_name, deadline.seconds)
     try:
         out = pymupdf.open()
@@ -247,7 +247,7 @@ def _to_pdf(data: bytes, img: Image.Image, frames: list[Frame], file_name: str, 
         finally:
             out.close()
     finally:
-        _MUPDF_LOCK.release()
+        MUPDF_LOCK.release()
 
 
 def _jpeg_as_is(img: Image.Image, frame: Frame) -> bool:

@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 # Clip to the media box; no TEXT_PRESERVE_LIGATURES ("ﬁ" -> "fi"); no TEXT_CID_FOR_UNKNOWN_UNICODE
 # (unmappable glyphs become U+FFFD instead of random code points); no images (faster).
 _FLAGS = pymupdf.TEXT_MEDIABOX_CLIP
-_MUPDF_LOCK = threading.Lock()
+MUPDF_LOCK = threading.Lock()
 _BOLD = pymupdf.TEXT_FONT_BOLD
 _MONO = pymupdf.TEXT_FONT_MONOSPACED
 _MONO_FONT_RE = re.compile(r"mono|courier|consol|typewriter|cmtt|nimbusmon|menlo|inconsolata", re.I)
@@ -92,7 +92,7 @@ def read_pdf(data: bytes, file_name: str, ocr: OcrOptions | None = None, *, dead
     """`load_pdf` in this process, checking `deadline` between pages."""
     # PyMuPDF is not thread-safe (one global MuPDF context), and Streamlit serves sessions on threads.
     left = deadline.left()
-    if not _MUPDF_LOCK.acquire(timeout=-1 if left == math.inf else min(left, threading.TIMEOUT_MAX)):
+    if not MUPDF_LOCK.acquire(timeout=-1 if left == math.inf else min(left, threading.TIMEOUT_MAX)):
         raise IngestTimedOut(file_name, deadline.seconds)
     try:
         # MuPDF reports repairs and syntax problems on stderr; collect them into the log instead.
@@ -106,7 +106,7 @@ def read_pdf(data: bytes, file_name: str, ocr: OcrOptions | None = None, *, dead
             if warnings:
                 log.debug("%s: MuPDF messages: %s", file_name, warnings.replace("\n", "; "))
     finally:
-        _MUPDF_LOCK.release()
+        MUPDF_LOCK.release()
 
 
 def _load_locked(data: bytes, file_name: str, deadline: Deadline, ocr: OcrOptions, progress: Progress | None
@@ -127,7 +127,8 @@ def _load_locked(data: bytes, file_name: str, deadline: Deadline, ocr: OcrOption
         doc.close()
 
 
-def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: Recogniser) -> Extracted:
+def _read_pages(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: Recogniser) -> list[Page]:
+    """Every page's text layer; a page without a usable one that shows an image is read by OCR when it can be."""
     pages = []
     scanned: list[tuple[int, pymupdf.Rect]] = []  # pages without a usable text layer that show an image
     for i in range(doc.page_count):
@@ -145,6 +146,11 @@ def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: 
     if reader.pages:
         log.info("%s: %d scanned pages read by OCR (%s) in %.1f s", file_name, len(reader.pages), reader.language,
                  reader.seconds)
+    return pages
+
+
+def _extract(doc: pymupdf.Document, file_name: str, deadline: Deadline, reader: Recogniser) -> Extracted:
+    pages = _read_pages(doc, file_name, deadline, reader)
     _remove_running_lines(pages)
     body_size = body_font_size(pages)
     heading_levels = font_heading_levels(pages, body_size)

@@ -52,7 +52,7 @@ _XLSX_ERRORS = (InvalidFileException, KeyError, IndexError, ValueError, TypeErro
 
 
 @dataclass
-class _Limits:
+class SheetLimits:
     """What one file may still yield (rows and characters, all sheets together) and the notes on what was left out."""
 
     max_rows: int
@@ -85,7 +85,7 @@ def read_xlsx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
     """`load_xlsx` in this process, checking `deadline` every few hundred rows."""
     check_zip(data, file_name, settings, "xl/workbook.xml", "Excel workbook")
     check_inflated(data, file_name, settings.max_docx_uncompressed_mb, "Excel workbook", deadline)
-    limits = _Limits(settings.max_sheet_rows, settings.max_sheet_rows)
+    limits = SheetLimits(settings.max_sheet_rows, settings.max_sheet_rows)
     budget = block_budget(settings.chunk_tokens)
     hidden: list[str] = []
     skipped: list[str] = []
@@ -121,17 +121,17 @@ def read_xlsx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
     if skipped:
         names = ", ".join(f"“{n}”" for n in skipped[:_MAX_LISTED]) + (", …" if len(skipped) > _MAX_LISTED else "")
         notes.append(f"Sheets not read, as the rows before them reached the limit: {names}.")
-    return _extracted(file_name, notes, sheets, choose_title(file_name, title), deadline)
+    return sheet_extracted(file_name, notes, sheets, choose_title(file_name, title), deadline)
 
 
-def _xlsx_sheet(ws: Any, name: str, limits: _Limits, budget: int, deadline: Deadline,
+def _xlsx_sheet(ws: Any, name: str, limits: SheetLimits, budget: int, deadline: Deadline,
                 progress: Progress | None) -> list[Block]:
     """The blocks of one worksheet (openpyxl's read-only one: rows are parsed as they are read)."""
     declared = ws.max_row if isinstance(ws.max_row, int) else None
     ws.reset_dimensions()  # read every row there is, not only those the sheet's (often wrong) dimension names
-    rows = _collect((_xlsx_row(row) for row in ws.iter_rows()), f"sheet “{name}”", limits, deadline, progress,
+    rows = collect_rows((_xlsx_row(row) for row in ws.iter_rows()), f"sheet “{name}”", limits, deadline, progress,
                     declared)
-    return _sheet_blocks(name, rows, f"Sheet: {name}", budget)
+    return sheet_blocks(name, rows, f"Sheet: {name}", budget)
 
 
 def _xlsx_row(row: Sequence[Any]) -> tuple[list[str], bool]:
@@ -235,20 +235,20 @@ def read_csv(data: bytes, file_name: str, settings: Settings, deadline: Deadline
     text.seek(0)
     log.debug("%s: delimiter %r, quote %r", file_name, dialect.delimiter, dialect.quotechar)
     name = file_stem(file_name)
-    limits = _Limits(settings.max_sheet_rows, settings.max_sheet_rows)
+    limits = SheetLimits(settings.max_sheet_rows, settings.max_sheet_rows)
     reader = csv.reader(text, dialect)
     line = [1]  # where the row being read starts
     try:
-        rows = _collect(_csv_rows(reader, line), "this file", limits, deadline, progress)
+        rows = collect_rows(_csv_rows(reader, line), "this file", limits, deadline, progress)
     except csv.Error as e:
         raise CorruptFile(file_name, f"line {line[0]:,} could not be read: a quote is not closed, or a field is "
                                      f"longer than {csv.field_size_limit():,} characters") from e
-    blocks = _sheet_blocks(name, rows, None, block_budget(settings.chunk_tokens))
-    return _extracted(file_name, limits.notes, blocks, name, deadline)
+    blocks = sheet_blocks(name, rows, None, block_budget(settings.chunk_tokens))
+    return sheet_extracted(file_name, limits.notes, blocks, name, deadline)
 
 
 def _csv_rows(reader: Any, line: list[int]) -> Iterator[tuple[list[str], bool]]:
-    """The rows of a csv.reader as `_collect` takes them; line[0] is the line the row being read starts on."""
+    """The rows of a csv.reader as `collect_rows` takes them; line[0] is the line the row being read starts on."""
     while True:
         line[0] = reader.line_num + 1
         row = next(reader, None)
@@ -270,7 +270,7 @@ def sniff_dialect(text: str, file_name: str) -> type[csv.Dialect] | csv.Dialect:
 
 
 # --------------------------------------------------------------------------- rows to text
-def _collect(rows: Iterable[tuple[list[str], bool]], where: str, limits: _Limits, deadline: Deadline,
+def collect_rows(rows: Iterable[tuple[list[str], bool]], where: str, limits: SheetLimits, deadline: Deadline,
              progress: Progress | None, declared: int | None = None) -> list[list[str]]:
     """The non-empty rows of one sheet, within the file's limits (noting where and why it stopped)."""
     kept: list[list[str]] = []
@@ -296,7 +296,7 @@ def _collect(rows: Iterable[tuple[list[str], bool]], where: str, limits: _Limits
     return kept
 
 
-def _sheet_blocks(name: str, rows: list[list[str]], label: str | None, budget: int) -> list[Block]:
+def sheet_blocks(name: str, rows: list[list[str]], label: str | None, budget: int) -> list[Block]:
     """One sheet as blocks: a section `name` with `label` and the lines above the table, then the table's rows in
     blocks of about a passage, each a section `name` of its own starting with the header row."""
     if not rows:
@@ -321,7 +321,7 @@ def _sheet_blocks(name: str, rows: list[list[str]], label: str | None, budget: i
     return blocks
 
 
-def _extracted(file_name: str, notes: list[str], sheets: list[Block], title: str, deadline: Deadline) -> Extracted:
+def sheet_extracted(file_name: str, notes: list[str], sheets: list[Block], title: str, deadline: Deadline) -> Extracted:
     """The document: the notes (what was left out) in a section of their own, then the sheets."""
     if not any(b.kind is not BlockKind.SHEET for b in sheets):
         raise NoText(file_name)

@@ -22,7 +22,7 @@ CONTENT_KEY = "page_content"  # langchain-qdrant's payload layout: {page_content
 METADATA_KEY = "metadata"
 STATUS_KEY = "status"  # metadata.status of chunk points, status of registry entries
 PENDING, COMPLETE, DELETING = "pending", "complete", "deleting"
-# Folder sync (rag_core.store.replace): a removed file's document is kept hidden until undone or purged, and the old
+# Folder sync (Store.replace_document, rag_core.store.vector_store): a removed file's document is kept hidden until undone or purged, and the old
 # version of a changed file is hidden in the same step its new version appears, then deleted.
 REMOVED, SUPERSEDED = "removed", "superseded"
 INDEXED_FIELDS = ("doc_id", "owner", STATUS_KEY)  # keyword payload indexes under metadata.

@@ -7,7 +7,7 @@ half there: `unfinished` lists them and `finish` removes them. `damage` finds wh
 document missing points, points of no document), for when the library's files were damaged some other way, and
 `repair` removes it.
 
-Replacing a changed file (rag_core.store.replace) writes the new version "pending" with `replaces` naming the old one;
+Replacing a changed file (Store.replace_document, rag_core.store.vector_store) writes the new version "pending" with `replaces` naming the old one;
 its points become "complete" in the same step the old version's become "superseded". A crash before that step leaves
 the new version pending: `finish` removes it and shows the old one again. A crash after it leaves the old version
 complete with no visible points: `unfinished` lists it, so it is removed. A removed file's document ("removed") keeps
