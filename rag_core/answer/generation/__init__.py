@@ -1,6 +1,6 @@
 """Question -> grounded Answer, written by a chat model or quoted from the documents.
 
-run: the answer's state (the frozen Question, the AnswerRun its steps fill); steps: the steps of a fact question;
+run: the answer's state (the frozen AnswerRequest, the AnswerRun its steps fill); steps: the steps of a fact question;
 whole: the chains of questions about whole documents or the library (reading: a document read by a model); finish:
 the Answer made and checked; answer: the driver, AnswerStream, start_answer, answer. prompt: prompts, context budget,
 history, follow-up rewriting; chat: the chat model backend; extractive: the answer without a model; outcome: how the

@@ -14,7 +14,7 @@ from rag_core.answer.generation.finish import finish
 from rag_core.answer.generation.notices import NOTICE_UNEXPECTED, details_extra
 from rag_core.answer.generation.outcome import NOTICE_STOPPED, unchecked
 from rag_core.answer.generation.prompt import Prompt, fitted
-from rag_core.answer.generation.run import AnswerRun, Chain, Question
+from rag_core.answer.generation.run import AnswerRequest, AnswerRun, Chain
 from rag_core.answer.generation.steps import FACTS
 from rag_core.answer.generation.whole import route
 from rag_core.core.config import Settings
@@ -93,7 +93,7 @@ class AnswerStream:
                  owners: list[str | None] | None = None, use_llm: bool = True, k: int | None = None,
                  chat_model: BaseChatModel | None = None, intent: Intent | None = None) -> None:
         self.library = library  # what it reads (rag_core.service.live.drain)
-        self.run = AnswerRun.of(Question(
+        self.run = AnswerRun.of(AnswerRequest(
             library, question, settings, tuple(history or ()), None if doc_ids is None else tuple(doc_ids),
             None if owners is None else tuple(owners), use_llm, k or settings.top_k, chat_model, intent))
         self._gen: Iterator[str] | None = None

@@ -1,4 +1,4 @@
-"""The state of one answer: the question's frozen inputs (`Question`) and the typed fields its steps fill in
+"""The state of one answer: the question's frozen inputs (`AnswerRequest`) and the typed fields its steps fill in
 (`AnswerRun`), plus what a chain of steps is (`Chain`). The steps of a fact question are in steps.py, those of a
 question about whole documents or the library in whole.py; answer.py drives a chain over one run."""
 from __future__ import annotations
@@ -31,7 +31,7 @@ Listener = Callable[[StageEvent], None]
 
 
 @dataclass(frozen=True)
-class Question:
+class AnswerRequest:
     """What was asked, and how: fixed for the whole run."""
 
     library: Library
@@ -65,7 +65,7 @@ class Question:
 class AnswerRun:
     """One answer as it is made: each step reads the fields before it and fills its own."""
 
-    ask: Question
+    ask: AnswerRequest
     settings: Settings  # fitted to the model server's window (the first thing the driver does)
     step: Step = Step.SEARCHING  # what it is doing now; the listeners get each step as a StageEvent
     listeners: list[Listener] = field(default_factory=list)
@@ -94,7 +94,7 @@ class AnswerRun:
     lap: float = field(default_factory=time.perf_counter)  # when the last timing was taken
 
     @classmethod
-    def of(cls, ask: Question) -> AnswerRun:
+    def of(cls, ask: AnswerRequest) -> AnswerRun:
         """A run that has not started."""
         return cls(ask=ask, settings=ask.settings, intent=ask.intent, standalone=ask.text)
 
