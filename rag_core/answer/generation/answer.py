@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rag_core.answer.generation.finish import finish
@@ -38,7 +38,7 @@ def choose(run: AnswerRun) -> Chain:
     return route(run) or FACTS
 
 
-def drive(run: AnswerRun) -> Iterator[str]:
+def drive(run: AnswerRun) -> Generator[str, None, None]:
     """Run the question's chain, step after step, yielding the answer's text as it comes; every ending sets
     `run.answer`: a failure says so, a stopped run (the consumer closed the iterator) keeps what of it is backed."""
     mode = AnswerMode.MODEL if run.ask.writes_with_llm else AnswerMode.QUOTES
@@ -96,7 +96,7 @@ class AnswerStream:
         self.run = AnswerRun.of(AnswerRequest(
             library, question, settings, tuple(history or ()), None if doc_ids is None else tuple(doc_ids),
             None if owners is None else tuple(owners), use_llm, k or settings.top_k, chat_model, intent))
-        self._gen: Iterator[str] | None = None
+        self._gen: Generator[str, None, None] | None = None
 
     def __iter__(self) -> Iterator[str]:
         # Always the same generator: st.write_stream calls iter() once to check, then again to loop.
