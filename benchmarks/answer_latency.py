@@ -20,8 +20,10 @@ import time
 from pathlib import Path
 
 from rag_core.answer import generation as gen
+from rag_core.answer.generation.extractive import quotable_spans
 from rag_core.core.config import Settings
 from rag_core.core.models import Chunk, SourceMeta
+from rag_core.llm.chat import chat_messages, chat_model
 from rag_core.retrieve.search import embed_queries, retrieve
 from rag_core.service.library import Library
 from rag_core.store.embeddings import Embedder
@@ -46,7 +48,7 @@ def _documents() -> tuple[list[tuple[SourceMeta, list[Chunk]]], list[str]]:
         sha = hashlib.sha256(text.encode()).hexdigest()
         src = SourceMeta(file_name=f"pubmed_{pmid}.txt", title=f"PubMed {pmid}", kind="txt", sha256=sha,
                          added_at="2026-11-01T00:00:00+00:00")
-        spans = gen.quotable_spans(text)
+        spans = quotable_spans(text)
         chunks = []
         for i in range(0, max(1, len(spans) - WINDOW + 1)):
             s, e = spans[i][0], spans[min(i + WINDOW, len(spans)) - 1][1]
@@ -133,7 +135,7 @@ def run(runs: int) -> dict:
                     breakdown[k].append(stream.timings[k])
             # bare baselines, same run, same questions: the parts the pipeline cannot avoid
             base = {"embed_query": [], "dense_search": [], "retrieve": [], "chat_first_token": []}
-            llm = gen.chat_model(s)
+            llm = chat_model(s)
             for q in qs[3:]:
                 t = time.perf_counter()
                 qv = embed_queries(lib.store, [q])[0]
@@ -145,7 +147,7 @@ def run(runs: int) -> dict:
                 retrieve(lib.store, q, 5, vectors=qv)
                 base["retrieve"].append(_ms(time.perf_counter() - t))
                 t = time.perf_counter()
-                stream = llm.stream(gen.chat_messages("system", "user"), options={"num_ctx": 4096})
+                stream = llm.stream(chat_messages("system", "user"), options={"num_ctx": 4096})
                 next(iter(stream))
                 base["chat_first_token"].append(_ms(time.perf_counter() - t))
                 for _ in stream:

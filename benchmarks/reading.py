@@ -24,7 +24,8 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.faithfulness import contains
-from rag_core.answer.generation import EXTRACTIVE_PASSAGES, answer
+from rag_core.answer.generation import answer
+from rag_core.answer.generation.extractive import EXTRACTIVE_PASSAGES
 from rag_core.core.config import Settings
 from rag_core.core.models import Answer
 from rag_core.ingest.loaders import load_bytes

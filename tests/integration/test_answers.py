@@ -11,7 +11,10 @@ from ollama_server import OllamaServer, Reply
 
 from benchmarks.answers import DEMO_EXPECTED
 from rag_core.answer import generation as gen
+from rag_core.answer.generation.prompt import NOT_FOUND_REPLY
+from rag_core.answer.notices import NOTICE_CLOSEST, NOTICE_MODEL_FOUND_NONE, NOTICE_NOT_IN_SOURCES
 from rag_core.core.config import Settings
+from rag_core.core.models import Answer
 from rag_core.demo.answers import SAMPLE_QUESTIONS
 from rag_core.demo.samples import SAMPLES_DIR, sample_document, sample_files
 from rag_core.service.library import Library
@@ -37,7 +40,7 @@ def lib(tmp_path_factory, embedder):
     library.close()
 
 
-def _first_quote(ans: gen.Answer) -> str:
+def _first_quote(ans: Answer) -> str:
     return next(ln for ln in ans.text.splitlines() if ln.startswith("- "))
 
 
@@ -56,7 +59,7 @@ def test_a_table_row_answers_with_its_header(lib):
 
 def test_a_missing_number_or_name_is_refused_precisely(lib):
     ans = gen.answer(lib, "Who won Super Bowl 51?", lib.settings, use_llm=False)
-    assert ans.mode == "not_found" and ans.text == gen.NOT_FOUND_REPLY and ans.citations == ()
+    assert ans.mode == "not_found" and ans.text == NOT_FOUND_REPLY and ans.citations == ()
     assert ans.notice == "Your documents mention Super Bowl 50 but not Super Bowl 51."
     assert ans.extra["answerability"]["missing"] == ["Super Bowl 51"] and "Super Bowl 51" in ans.extra["details"]
     won = gen.answer(lib, "Who won Super Bowl 50?", lib.settings, use_llm=False)
@@ -103,7 +106,7 @@ def test_weak_evidence_on_topic_is_labelled_closest_passages_not_refused_nor_ass
     ans = gen.answer(lib, "How much did a ticket for the Broncos and Panthers game cost?", lib.settings,
                      use_llm=False)
     assert ans.mode == "quotes" and ans.extra.get("closest") is True, ans.extra.get("answerability")
-    assert ans.notice == gen.NOTICE_CLOSEST
+    assert ans.notice == NOTICE_CLOSEST
 
 
 def test_a_model_refusal_is_checked_by_the_quotes(lib):
@@ -115,13 +118,13 @@ def test_a_model_refusal_is_checked_by_the_quotes(lib):
         srv.script(Reply(refusal))
         won = gen.answer(lib, "Who won Super Bowl 50?", llm)
         assert won.mode == "quotes" and "Denver Broncos defeated" in _first_quote(won)
-        assert won.notice == gen.NOTICE_MODEL_FOUND_NONE and refusal not in won.text
+        assert won.notice == NOTICE_MODEL_FOUND_NONE and refusal not in won.text
         assert [c.status for c in won.citations if c.n == 1] == ["verified"]
         assert refusal in won.extra["details"]
         srv.script(Reply(refusal))
         ticket = gen.answer(lib, "How much did a ticket for the Broncos and Panthers game cost?", llm)
-        assert ticket.mode == "not_found" and ticket.text == gen.NOT_FOUND_REPLY and ticket.citations == ()
-        assert ticket.notice == gen.NOTICE_NOT_IN_SOURCES and ticket.extra["raw_text"] == refusal
+        assert ticket.mode == "not_found" and ticket.text == NOT_FOUND_REPLY and ticket.citations == ()
+        assert ticket.notice == NOTICE_NOT_IN_SOURCES and ticket.extra["raw_text"] == refusal
         assert len(srv.chat_requests) == 2
 
 

@@ -19,10 +19,43 @@ from ollama_server import OllamaServer, Reply
 from store_helpers import BACKENDS, open_library
 
 from rag_core.answer import generation as gen
+from rag_core.answer.generation.extractive import EXTRACTIVE_LABEL, quotable_spans, tidy_answer_text
 from rag_core.answer.generation.notices import DETAILS_NO_MODEL
-from rag_core.answer.generation.outcome import DETAILS_LENGTH
+from rag_core.answer.generation.outcome import (
+    DETAILS_LENGTH,
+    NOTICE_LEFT_OUT_ONE,
+    NOTICE_LENGTH,
+    NOTICE_LOOP,
+    NOTICE_STOPPED,
+    NOTICE_UNBACKED_ONE,
+    NOTICE_WITHHELD,
+)
+from rag_core.answer.generation.prompt import (
+    MESSAGE_OVERHEAD_TOKENS,
+    NOT_FOUND_REPLY,
+    NUM_CTX_MIN,
+    REWRITE_SYSTEM_PROMPT,
+    SOURCES_HEADER,
+    SYSTEM_PROMPT,
+    bound_history,
+    estimate_tokens,
+    heuristic_standalone,
+    looks_like_follow_up,
+    num_ctx_for,
+)
+from rag_core.answer.notices import (
+    NOTICE_EMPTY,
+    NOTICE_MODEL_FOUND_NONE,
+    NOTICE_NO_LLM,
+    NOTICE_NO_MODEL,
+    NOTICE_NOT_RELEVANT,
+    NOTICE_UNEXPECTED,
+)
 from rag_core.core.config import Settings
 from rag_core.core.errors import LLMTimeout, StreamInterrupted
+from rag_core.core.models import Answer, AnswerMode
+from rag_core.core.text import is_refusal
+from rag_core.llm.chat import MODEL_FAILED
 from rag_core.service.library import Library
 
 pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
@@ -62,7 +95,7 @@ def _doc_id(lib: Library, file_name: str) -> str:
     return next(d.doc_id for d in lib.documents() if d.file_name == file_name)
 
 
-def _run(stream: gen.AnswerStream) -> tuple[list[str], gen.Answer]:
+def _run(stream: gen.AnswerStream) -> tuple[list[str], Answer]:
     iter(stream)  # st.write_stream first checks iter(stream), then loops over it: both must share one stream
     deltas = list(stream)
     assert stream.answer is not None
@@ -86,7 +119,7 @@ def test_streams_answer_with_numbered_sources_and_citations(docs_library, server
     (req,) = server.chat_requests
     assert req["model"] == MODEL and req["stream"] is True
     system, user = req["messages"]
-    assert system == {"role": "system", "content": gen.SYSTEM_PROMPT}
+    assert system == {"role": "system", "content": SYSTEM_PROMPT}
     assert user["role"] == "user"
     for i, p in enumerate(ans.passages, 1):  # every passage numbered, with its title, page/section and full text
         block = re.search(rf'<source n="{i}" title="([^"]*)"([^>]*)>\n(.*?)\n</source>', user["content"], re.S)
@@ -100,9 +133,9 @@ def test_streams_answer_with_numbered_sources_and_citations(docs_library, server
     opts = req["options"]
     assert opts["temperature"] == llm_settings.temperature
     assert opts["num_predict"] == llm_settings.answer_tokens
-    need = gen.estimate_tokens(system["content"]) + gen.estimate_tokens(user["content"]) + llm_settings.answer_tokens
+    need = estimate_tokens(system["content"]) + estimate_tokens(user["content"]) + llm_settings.answer_tokens
     assert need <= opts["num_ctx"] <= llm_settings.max_context_tokens
-    assert opts["num_ctx"] == gen.NUM_CTX_MIN  # small prompt: the stable default size
+    assert opts["num_ctx"] == NUM_CTX_MIN  # small prompt: the stable default size
     assert ans.extra["timings"]["first_token"] > 0
 
 
@@ -118,7 +151,7 @@ def test_citations_are_verified_and_an_unbacked_answer_is_flagged(docs_library, 
     # Nothing the model wrote is backed: its text is withheld (kept in extra and the details), the closest quotes
     # are shown instead, and the notice says so.
     assert "Queen Victoria" in "".join(deltas) and "Queen Victoria" not in bad.text
-    assert bad.mode == "quotes" and bad.notice == gen.NOTICE_WITHHELD
+    assert bad.mode == "quotes" and bad.notice == NOTICE_WITHHELD
     assert "Queen Victoria" in bad.extra["withheld_text"] and "Queen Victoria" in bad.extra["details"]
     assert "Beautiful is better than ugly" in bad.text.splitlines()[0]
     assert bad.citations and all(c.status == "verified" for c in bad.citations)
@@ -130,7 +163,7 @@ def test_an_unbacked_sentence_beside_a_backed_one_is_marked_not_withheld(docs_li
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
     assert ans.mode == "model" and "Queen Victoria" in ans.text
     assert [s.status for s in ans.sentences] == ["verified", "unsupported"]
-    assert ans.notice == gen.NOTICE_UNBACKED_ONE
+    assert ans.notice == NOTICE_UNBACKED_ONE
 
 
 def test_invalid_marker_is_counted_logged_and_never_a_source(docs_library, server, llm_settings, caplog):
@@ -159,7 +192,7 @@ def test_context_budget_drops_lowest_ranked_passages_whole(docs_library, server,
     for p in ans.passages[kept:]:
         assert p.chunk.text.strip() not in user  # dropped ones are absent, not cut
     assert req["options"]["num_ctx"] <= 1400
-    assert gen.estimate_tokens(gen.SYSTEM_PROMPT + user) + 256 <= req["options"]["num_ctx"]
+    assert estimate_tokens(SYSTEM_PROMPT + user) + 256 <= req["options"]["num_ctx"]
     assert ans.extra["dropped"] == 5 - kept
     if kept < 4:  # [4] pointed at a passage the model never saw
         assert ans.invalid_markers == 1 and [c.n for c in ans.citations] == [1]
@@ -177,8 +210,8 @@ def test_scope_to_chosen_documents(docs_library, server, llm_settings):
 def test_irrelevant_question_is_answered_honestly_without_calling_the_model(docs_library, server, llm_settings):
     deltas, ans = _run(gen.start_answer(docs_library, OFF_TOPIC_Q, llm_settings))
     assert ans.mode == "not_found" and ans.citations == ()
-    assert "".join(deltas) == ans.text == gen.NOT_FOUND_REPLY
-    assert ans.notice == gen.NOTICE_NOT_RELEVANT
+    assert "".join(deltas) == ans.text == NOT_FOUND_REPLY
+    assert ans.notice == NOTICE_NOT_RELEVANT
     assert ans.relevance < llm_settings.min_relevance
     assert server.chat_requests == []  # no invented answer: the model was not even asked
 
@@ -186,18 +219,18 @@ def test_irrelevant_question_is_answered_honestly_without_calling_the_model(docs
 def test_model_saying_sources_lack_an_answer_they_hold_gets_the_quote_not_a_refusal(docs_library, server,
                                                                                      llm_settings):
     """A small model's false refusal: the quotes decide, and the model's unchecked words are never the reply."""
-    server.script(Reply(gen.NOT_FOUND_REPLY))
+    server.script(Reply(NOT_FOUND_REPLY))
     _, ans = _run(gen.start_answer(docs_library, "What do the aphorisms say about ugly code?", llm_settings))
-    assert ans.mode == "quotes" and ans.notice == gen.NOTICE_MODEL_FOUND_NONE
-    assert "Beautiful is better than ugly" in ans.text and gen.NOT_FOUND_REPLY not in ans.text
+    assert ans.mode == "quotes" and ans.notice == NOTICE_MODEL_FOUND_NONE
+    assert "Beautiful is better than ugly" in ans.text and NOT_FOUND_REPLY not in ans.text
     assert ans.citations and all(c.status == "verified" for c in ans.citations)
-    assert ans.extra["refused"] is True and gen.NOT_FOUND_REPLY in ans.extra["details"]
+    assert ans.extra["refused"] is True and NOT_FOUND_REPLY in ans.extra["details"]
     assert len(server.chat_requests) == 1
 
 
 def test_empty_library_says_what_to_do(library, server, llm_settings):
     _, ans = _run(gen.start_answer(library, ZEN_Q, llm_settings))
-    assert ans.mode == "not_found" and ans.notice == gen.NOTICE_EMPTY and ans.passages == ()
+    assert ans.mode == "not_found" and ans.notice == NOTICE_EMPTY and ans.passages == ()
     assert server.chat_requests == []
 
 
@@ -210,7 +243,7 @@ def test_follow_up_is_rewritten_before_retrieval(docs_library, server, llm_setti
     _, ans = _run(gen.start_answer(docs_library, "and what does it say about those?", llm_settings,
                                    history=history))
     rewrite, final = server.chat_requests
-    assert rewrite["messages"][0]["content"] == gen.REWRITE_SYSTEM_PROMPT
+    assert rewrite["messages"][0]["content"] == REWRITE_SYSTEM_PROMPT
     assert "Which aphorisms does the text list?" in rewrite["messages"][1]["content"]
     assert "and what does it say about those?" in rewrite["messages"][1]["content"]
     assert rewrite["options"]["num_ctx"] == final["options"]["num_ctx"]  # same size: Ollama does not reload
@@ -222,12 +255,12 @@ def test_follow_up_is_rewritten_before_retrieval(docs_library, server, llm_setti
 
 def test_history_is_bounded_by_its_token_budget():
     history = [("user", "q" * 300), ("assistant", "a" * 300), ("user", "old " * 10), ("assistant", "b" * 60)]
-    kept = gen.bound_history(history, budget_tokens=130)
+    kept = bound_history(history, budget_tokens=130)
     assert kept == history[2:]  # newest turns that fit, oldest dropped first
-    assert sum(gen.estimate_tokens(t) + gen.MESSAGE_OVERHEAD_TOKENS for _, t in kept) <= 130
-    one = gen.bound_history([("assistant", "x" * 3000)], budget_tokens=100)
-    assert len(one) == 1 and gen.estimate_tokens(one[0][1]) + gen.MESSAGE_OVERHEAD_TOKENS <= 100
-    assert gen.bound_history([("system", "ignored"), ("user", "")], 100) == []
+    assert sum(estimate_tokens(t) + MESSAGE_OVERHEAD_TOKENS for _, t in kept) <= 130
+    one = bound_history([("assistant", "x" * 3000)], budget_tokens=100)
+    assert len(one) == 1 and estimate_tokens(one[0][1]) + MESSAGE_OVERHEAD_TOKENS <= 100
+    assert bound_history([("system", "ignored"), ("user", "")], 100) == []
 
 
 def test_follow_up_without_a_model_uses_the_previous_question(docs_library, llm_settings):
@@ -236,7 +269,7 @@ def test_follow_up_without_a_model_uses_the_previous_question(docs_library, llm_
                                    history=history, use_llm=False))
     assert ans.standalone_question == "Which aphorisms does the text list? what does it say about namespaces?"
     assert ans.mode == "quotes" and "Namespaces" in ans.text
-    assert gen.heuristic_standalone("Explain the Rhine delta in detail please", history) == \
+    assert heuristic_standalone("Explain the Rhine delta in detail please", history) == \
         "Explain the Rhine delta in detail please"
 
 
@@ -245,10 +278,10 @@ def test_extractive_answer_end_to_end_on_fixture_documents(docs_library, llm_set
     deltas, ans = _run(gen.start_answer(docs_library, "Will I get any information from this text?", llm_settings,
                                         use_llm=False))
     assert server.requests == []
-    assert ans.mode == "quotes" and ans.notice == gen.NOTICE_NO_LLM
+    assert ans.mode == "quotes" and ans.notice == NOTICE_NO_LLM
     # the label is streamed, but the kept (and verified) text is the tidied one, without it
-    assert "".join(deltas) == ans.extra["raw_text"] == gen.EXTRACTIVE_LABEL + "\n\n" + ans.text
-    assert not ans.text.startswith(gen.EXTRACTIVE_LABEL) and ans.text.startswith("- “")
+    assert "".join(deltas) == ans.extra["raw_text"] == EXTRACTIVE_LABEL + "\n\n" + ans.text
+    assert not ans.text.startswith(EXTRACTIVE_LABEL) and ans.text.startswith("- “")
     assert ans.citations and "you will get no information" in ans.text
     quoted = re.findall(r"“(.+?)” \[(\d+)\]", ans.text)
     assert quoted
@@ -266,7 +299,7 @@ def test_extractive_answer_end_to_end_on_fixture_documents(docs_library, llm_set
 def test_extractive_when_no_model_is_configured(docs_library, server, llm_settings):
     _, ans = _run(gen.start_answer(docs_library, "Namespaces are a great idea, right?",
                                    llm_settings.with_overrides(ollama_model="")))
-    assert ans.mode == "quotes" and ans.notice == gen.NOTICE_NO_MODEL and "DOCCHAT_" not in ans.notice
+    assert ans.mode == "quotes" and ans.notice == NOTICE_NO_MODEL and "DOCCHAT_" not in ans.notice
     assert ans.extra["details"] == DETAILS_NO_MODEL  # the variable name is for the expandable "Details"
     assert "Namespaces are one honking great idea" in ans.text and server.requests == []
 
@@ -355,7 +388,7 @@ def test_length_limit_keeps_only_the_backed_sentences(docs_library, server, llm_
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
     assert ans.text == "Beautiful is better than ugly [1]. Explicit is better than implicit [1]."
     assert ans.incomplete and ans.mode == "model" and ans.extra["ended"] == "length"
-    assert ans.notice == f"{gen.NOTICE_LENGTH} {gen.NOTICE_LEFT_OUT_ONE}"
+    assert ans.notice == f"{NOTICE_LENGTH} {NOTICE_LEFT_OUT_ONE}"
     details = ans.extra["details"]
     assert details.startswith(DETAILS_LENGTH.format(n=llm_settings.answer_tokens))
     assert "Queen Victoria" in details and "Queen Victoria" not in ans.text
@@ -368,7 +401,7 @@ def test_length_limit_with_nothing_backed_shows_the_closest_quotes(docs_library,
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
     assert ans.incomplete and ans.mode == "quotes" and "Queen Victoria" not in ans.text
     assert "Beautiful is better than ugly" in ans.text and all(c.status == "verified" for c in ans.citations)
-    assert ans.notice.startswith(gen.NOTICE_LENGTH) and gen.NOTICE_WITHHELD in ans.notice
+    assert ans.notice.startswith(NOTICE_LENGTH) and NOTICE_WITHHELD in ans.notice
     assert "Queen Victoria" in ans.extra["details"] and "DOCCHAT_ANSWER_TOKENS" in ans.extra["details"]
 
 
@@ -384,7 +417,7 @@ def test_a_failure_mid_answer_keeps_only_the_backed_sentences(docs_library, serv
 
     _, failed = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))  # nothing backed: the closest quotes
     assert failed.incomplete and failed.mode == "quotes" and "Queen Victoria" not in failed.text
-    assert "restart Ollama" in failed.notice and gen.NOTICE_WITHHELD in failed.notice
+    assert "restart Ollama" in failed.notice and NOTICE_WITHHELD in failed.notice
     assert "llama runner process has terminated" in failed.extra["details"]
     assert "Queen Victoria" in failed.extra["details"]
 
@@ -398,7 +431,7 @@ def test_a_looping_reply_is_stopped_early_and_said_why(docs_library, server, llm
     assert len("".join(deltas)) < 300  # stopped after the third time, not after 300 (which takes over 18 s)
     assert took < 15
     assert ans.text == "Beautiful is better than ugly [1]. Explicit is better than implicit [1]."  # each once
-    assert ans.notice == gen.NOTICE_LOOP and "DOCCHAT" not in ans.notice
+    assert ans.notice == NOTICE_LOOP and "DOCCHAT" not in ans.notice
     assert ans.incomplete and ans.mode == "model" and ans.extra["ended"] == "loop"
     deadline = time.monotonic() + 10
     while server.cut_streams == 0 and time.monotonic() < deadline:
@@ -422,7 +455,7 @@ def test_a_list_of_similar_lines_is_never_taken_for_a_loop(docs_library, server,
 def test_length_limit_marks_incomplete(docs_library, server, llm_settings):
     server.script(Reply("Beautiful is better than ugly [1] and", done_reason="length"))
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
-    assert ans.incomplete and ans.notice == gen.NOTICE_LENGTH and ans.citations
+    assert ans.incomplete and ans.notice == NOTICE_LENGTH and ans.citations
     assert "DOCCHAT_ANSWER_TOKENS" not in ans.notice
     assert ans.extra["details"] == DETAILS_LENGTH.format(n=llm_settings.answer_tokens)
 
@@ -449,7 +482,7 @@ def test_stopping_early_keeps_the_backed_part_of_the_text(docs_library, server, 
     assert ans is not None and ans.incomplete and ans.mode == "model"
     assert ans.text == "Beautiful is better than ugly [1]."  # the sentence nothing backs is not shown ...
     assert ans.extra["ended"] == "stopped"
-    assert ans.notice == f"{gen.NOTICE_STOPPED} {gen.NOTICE_LEFT_OUT_ONE}"
+    assert ans.notice == f"{NOTICE_STOPPED} {NOTICE_LEFT_OUT_ONE}"
     assert "Queen Victoria" in ans.extra["details"] and "Queen Victoria" in ans.extra["left_out"]  # ... but kept
     assert [(c.n, c.status) for c in ans.citations] == [(1, "verified")]
     assert [s.status for s in ans.sentences] == ["verified"] and ans.sentences[0].end == len(ans.text)
@@ -467,7 +500,7 @@ def test_stopping_before_anything_backed_shows_the_closest_quotes_at_once(docs_l
     ans = stream.answer
     assert ans is not None and ans.incomplete and ans.mode == "quotes"
     assert first.strip() not in ans.text and "Beautiful is better than ugly" in ans.text and ans.citations
-    assert gen.NOTICE_STOPPED in ans.notice and gen.NOTICE_WITHHELD in ans.notice
+    assert NOTICE_STOPPED in ans.notice and NOTICE_WITHHELD in ans.notice
     assert ans.extra["withheld_text"] == first and first.strip() in ans.extra["details"]
     assert took < 2.0, f"Stop took {took:.2f} s to give the closest quotes"
 
@@ -477,7 +510,7 @@ def test_unexpected_failure_becomes_one_sentence(library, server, llm_settings, 
     library.store.backend.close()  # the database goes away under our feet
     with caplog.at_level(logging.ERROR, logger="rag_core.answer.generation"):
         deltas, ans = _run(gen.start_answer(library, ZEN_Q, llm_settings))
-    assert deltas == [] and ans.incomplete and ans.notice == gen.NOTICE_UNEXPECTED and ans.text == ""
+    assert deltas == [] and ans.incomplete and ans.notice == NOTICE_UNEXPECTED and ans.text == ""
     assert "Unexpected failure while answering" in caplog.text and "Traceback" in caplog.text
     assert server.chat_requests == []  # the model is not asked (its window may be: /api/show)
 
@@ -505,10 +538,10 @@ def test_document_instructions_do_not_change_the_system_prompt(library, server, 
     _, ans = _run(gen.start_answer(library, "When does the garden club meet?", llm_settings))
     (req,) = server.chat_requests
     system, user = req["messages"]
-    assert system["content"] == gen.SYSTEM_PROMPT  # the rules are untouched
+    assert system["content"] == SYSTEM_PROMPT  # the rules are untouched
     assert "Ignore previous instructions" not in system["content"]
     # the document text sits only inside the delimited sources block, before the question
-    sources_start = user["content"].index(gen.SOURCES_HEADER)
+    sources_start = user["content"].index(SOURCES_HEADER)
     question_at = user["content"].index("\n\nQuestion: When does the garden club meet?")
     inj = user["content"].index("Ignore previous instructions")
     assert sources_start < inj < question_at
@@ -522,10 +555,10 @@ def test_document_instructions_do_not_change_the_system_prompt(library, server, 
 # --------------------------------------------------------------------------- pure helpers
 def test_num_ctx_is_a_stable_power_of_two_within_the_ceiling():
     s = Settings(max_context_tokens=8192, answer_tokens=1024)
-    assert gen.num_ctx_for(100, s) == 4096
-    assert gen.num_ctx_for(3500, s) == 8192
-    assert gen.num_ctx_for(20000, s) == 8192
-    assert gen.num_ctx_for(100, s.with_overrides(max_context_tokens=3000)) == 3000
+    assert num_ctx_for(100, s) == 4096
+    assert num_ctx_for(3500, s) == 8192
+    assert num_ctx_for(20000, s) == 8192
+    assert num_ctx_for(100, s.with_overrides(max_context_tokens=3000)) == 3000
 
 
 @pytest.mark.parametrize("question, follow", [
@@ -533,27 +566,27 @@ def test_num_ctx_is_a_stable_power_of_two_within_the_ceiling():
     ("What is the boiling point of oxygen in kelvin?", False),
 ])
 def test_follow_up_detection(question, follow):
-    assert gen.looks_like_follow_up(question) is follow
+    assert looks_like_follow_up(question) is follow
 
 
 def test_refusal_detection():
-    assert gen.is_refusal(gen.NOT_FOUND_REPLY)
-    assert gen.is_refusal("The sources do not mention his date of death.")
-    assert not gen.is_refusal("He died in 1943 in New York [2].")
+    assert is_refusal(NOT_FOUND_REPLY)
+    assert is_refusal("The sources do not mention his date of death.")
+    assert not is_refusal("He died in 1943 in New York [2].")
 
 
 def test_quotable_spans_skip_fragments():
     text = "Short one. This sentence has enough words to count! Another full sentence here?\n\n- item with four words"
-    got = [text[s:e] for s, e in gen.quotable_spans(text)]
+    got = [text[s:e] for s, e in quotable_spans(text)]
     assert got == ["This sentence has enough words to count!", "Another full sentence here?",
                    "- item with four words"]
 
 
 def test_tidy_answer_text_drops_only_the_extractive_label():
     quoted = "- “Beautiful is better than ugly.” [1]"
-    assert gen.tidy_answer_text(f"{gen.EXTRACTIVE_LABEL}\n\n{quoted}", "quotes") == quoted
-    assert gen.tidy_answer_text(quoted, "quotes") == quoted
-    assert gen.tidy_answer_text(f"{gen.EXTRACTIVE_LABEL} x", "model") == f"{gen.EXTRACTIVE_LABEL} x"
+    assert tidy_answer_text(f"{EXTRACTIVE_LABEL}\n\n{quoted}", "quotes") == quoted
+    assert tidy_answer_text(quoted, "quotes") == quoted
+    assert tidy_answer_text(f"{EXTRACTIVE_LABEL} x", "model") == f"{EXTRACTIVE_LABEL} x"
 
 
 def test_extractive_offsets_index_the_final_text(docs_library, llm_settings):
@@ -598,7 +631,7 @@ def test_cli_ask_json_and_streaming(library, server, monkeypatch, capsys):
 
     assert main(["ask", ZEN_Q, "--data-dir", data_dir, "--no-llm"]) == 0
     text = capsys.readouterr()
-    assert gen.EXTRACTIVE_LABEL in text.out and "Beautiful is better than ugly" in text.out
+    assert EXTRACTIVE_LABEL in text.out and "Beautiful is better than ugly" in text.out
     assert "no AI model wrote this answer" in text.err and len(server.chat_requests) == 2
 
 
@@ -636,13 +669,13 @@ def test_any_langchain_chat_model_writes_a_cited_answer(docs_library, server, no
     model = RecordingChatModel(messages=iter(["Beautiful is better than ugly [1]. Explicit beats implicit [1]."]))
     deltas, ans = _run(gen.start_answer(docs_library, ZEN_Q, no_ollama, chat_model=model))
     assert len(deltas) > 3 and "".join(deltas) == ans.text
-    assert ans.mode == gen.AnswerMode.MODEL and not ans.incomplete and ans.notice is None
+    assert ans.mode == AnswerMode.MODEL and not ans.incomplete and ans.notice is None
     (c,) = ans.citations
     assert c.n == 1 and c.status == "verified" and c.passage == ans.passages[0]
     assert "Beautiful is better than ugly" in c.passage.chunk.text[c.evidence_start:c.evidence_end]
     assert ans.extra["done_reason"] == "stop" and ans.extra["model"] == "RecordingChatModel"
     ((messages, kwargs),) = model.calls
-    assert [m.type for m in messages] == ["system", "human"] and messages[0].content == gen.SYSTEM_PROMPT
+    assert [m.type for m in messages] == ["system", "human"] and messages[0].content == SYSTEM_PROMPT
     assert f"Question: {ZEN_Q}" in messages[1].content and '<source n="1"' in messages[1].content
     assert kwargs == {}  # no Ollama options for another backend
     assert server.requests == []
@@ -655,9 +688,9 @@ def test_a_chat_model_rewrites_follow_ups_and_reports_its_length_limit(docs_libr
     _, ans = _run(gen.start_answer(docs_library, "and what does it say about those?", no_ollama, history=history,
                                    chat_model=model))
     rewrite, final = model.calls
-    assert rewrite[0][0].content == gen.REWRITE_SYSTEM_PROMPT and ans.standalone_question == standalone
+    assert rewrite[0][0].content == REWRITE_SYSTEM_PROMPT and ans.standalone_question == standalone
     assert f"Question: {standalone}" in final[0][1].content
-    assert ans.incomplete and ans.notice == gen.NOTICE_LENGTH and [c.n for c in ans.citations] == [1]
+    assert ans.incomplete and ans.notice == NOTICE_LENGTH and [c.n for c in ans.citations] == [1]
     assert server.requests == []
 
 
@@ -665,6 +698,6 @@ def test_a_failing_chat_model_falls_back_to_quotes_with_one_sentence(docs_librar
     with caplog.at_level(logging.ERROR, logger="rag_core.answer.generation"):
         _, ans = _run(gen.start_answer(docs_library, ZEN_Q, no_ollama, chat_model=BrokenChatModel(messages=iter([]))))
     assert ans.mode == "quotes" and ans.citations and ans.extra["fault"] == "LLMError"
-    assert ans.notice.startswith(gen.MODEL_FAILED.format(name="BrokenChatModel", error="RuntimeError"))
+    assert ans.notice.startswith(MODEL_FAILED.format(name="BrokenChatModel", error="RuntimeError"))
     assert "backend exploded" in caplog.text and "Traceback" in caplog.text
     assert server.requests == []

@@ -7,6 +7,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 from rag_core.answer import generation as gen
 from rag_core.core.config import Settings
+from rag_core.core.models import Answer
 
 HANDBOOK = ("Acme Corp staff handbook.\n\n"
             "The IT desk resets passwords on request and is open from 9 to 5 on weekdays.\n\n"
@@ -28,7 +29,7 @@ class RecordingChatModel(GenericFakeChatModel):
         return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
 
 
-def _ask(library, tmp_path) -> tuple[gen.Answer, RecordingChatModel]:
+def _ask(library, tmp_path) -> tuple[Answer, RecordingChatModel]:
     settings = Settings(data_dir=tmp_path / "unused", ollama_model="")
     model = RecordingChatModel(messages=iter([OBEYS]))
     model.calls = []
@@ -39,7 +40,7 @@ def _ask(library, tmp_path) -> tuple[gen.Answer, RecordingChatModel]:
     return stream.answer, model
 
 
-def _evil_citation(answer: gen.Answer):
+def _evil_citation(answer: Answer):
     (c,) = [c for c in answer.citations if "hunter2" in c.passage.chunk.text]
     return c
 

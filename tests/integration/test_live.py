@@ -9,6 +9,7 @@ import pytest
 from ollama_server import OllamaServer, Reply
 
 from rag_core.answer import generation as gen
+from rag_core.answer.generation.outcome import NOTICE_STOPPED
 from rag_core.core.config import Settings
 from rag_core.core.models import Step
 from rag_core.service.live import LiveAnswer
@@ -110,7 +111,7 @@ def test_stop_with_nothing_backed_yet_gives_the_closest_quotes_within_two_second
     answer = live.answer
     assert answer is not None and answer.incomplete and answer.mode == "quotes"
     assert "Romans" not in answer.text and "opens at nine" in answer.text and answer.citations
-    assert gen.NOTICE_STOPPED in (answer.notice or "") and "Romans" in answer.extra["details"]
+    assert NOTICE_STOPPED in (answer.notice or "") and "Romans" in answer.extra["details"]
     print(f"\nStop to the closest quotes: {took:.2f} s")
 
 

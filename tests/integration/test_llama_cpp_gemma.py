@@ -20,7 +20,7 @@ import pytest
 
 from rag_core.answer import generation as gen
 from rag_core.core.config import Settings
-from rag_core.core.models import AnswerMode, CitationStatus
+from rag_core.core.models import Answer, AnswerMode, CitationStatus
 from rag_core.service.library import Library
 from tests.llama_server import GEMMA_ALIAS, LlamaServer, gemma_model_path
 
@@ -55,7 +55,7 @@ def _post(srv: LlamaServer, path: str, body: dict) -> dict:
         return dict(json.loads(r.read()))
 
 
-def _answer(lib: Library, settings: Settings) -> tuple[gen.Answer, gen.AnswerStream]:
+def _answer(lib: Library, settings: Settings) -> tuple[Answer, gen.AnswerStream]:
     stream = gen.start_answer(lib, QUESTION, settings)
     list(stream)
     assert stream.answer is not None and stream.prompt is not None

@@ -17,7 +17,7 @@ from rag_core.adapters.runtime import Runtime
 from rag_core.answer import generation as gen
 from rag_core.core.config import Settings
 from rag_core.core.errors import LLMTimeout, ModelNotPulled, OllamaUnavailable
-from rag_core.core.models import AnswerMode, CitationStatus, Step
+from rag_core.core.models import Answer, AnswerMode, CitationStatus, Step
 from rag_core.llm.ollama import model_status
 from rag_core.service.library import Library
 from tests.llama_server import ALIAS, LlamaServer
@@ -56,7 +56,7 @@ def capitals(tmp_path, embedder, llama):
     lib.close()
 
 
-def _run(stream: gen.AnswerStream) -> tuple[list[str], gen.Answer]:
+def _run(stream: gen.AnswerStream) -> tuple[list[str], Answer]:
     deltas = list(stream)
     assert stream.answer is not None
     return deltas, stream.answer

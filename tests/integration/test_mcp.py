@@ -25,7 +25,7 @@ from mcp_helpers import free_port, run_async, server_env  # tests/ is on the pat
 from wiki_server import FIXTURES as WIKI_FIXTURES  # tests/ is on the path (pytest.ini)
 from wiki_server import WikiReplayServer
 
-from rag_core.answer.generation import NOTICE_NO_LLM
+from rag_core.answer.notices import NOTICE_NO_LLM
 from rag_core.core.config import Settings
 from rag_core.core.errors import LibraryBusy
 from rag_core.service.library import Library

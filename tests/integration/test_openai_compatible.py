@@ -15,7 +15,7 @@ from rag_core.adapters.runtime import Runtime
 from rag_core.answer import generation as gen
 from rag_core.core.config import Settings
 from rag_core.core.errors import ModelNotPulled, OllamaUnavailable, WrongServer
-from rag_core.core.models import Step
+from rag_core.core.models import Answer, Step
 from rag_core.llm.chat import backend_for
 from rag_core.llm.ollama import model_status
 from tests.openai_server import OpenAIServer, WebPageServer
@@ -56,7 +56,7 @@ def _closed_url() -> str:
         return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
 
 
-def _run(stream: gen.AnswerStream) -> tuple[list[str], gen.Answer]:
+def _run(stream: gen.AnswerStream) -> tuple[list[str], Answer]:
     deltas = list(stream)
     assert stream.answer is not None
     return deltas, stream.answer

@@ -13,6 +13,8 @@ import pytest
 from llm_server import MODEL_NAME, LLMServer
 
 from rag_core.answer import generation as gen
+from rag_core.answer.generation.outcome import NOTICE_LOOP
+from rag_core.answer.generation.prompt import rewrite_question
 from rag_core.answer.grounding import evidence as ev
 from rag_core.answer.summaries.start import start_summary
 from rag_core.core.config import Settings
@@ -92,7 +94,7 @@ def test_real_model_server_speaks_the_ollama_protocol(llm_server, tmp_path):
     assert err.value.status_code == 404
     settings = Settings(data_dir=tmp_path / "unused", ollama_host=llm_server.url, ollama_model="llama3.2:3b")
     with pytest.raises(ModelNotPulled):
-        gen.rewrite_question("and his wife?", [("user", "Who was Tesla?")], settings, "llama3.2:3b")
+        rewrite_question("and his wife?", [("user", "Who was Tesla?")], settings, "llama3.2:3b")
 
 
 def test_real_model_answer_that_repeats_itself_is_stopped_and_shows_only_what_the_documents_back(capitals,
@@ -104,7 +106,7 @@ def test_real_model_answer_that_repeats_itself_is_stopped_and_shows_only_what_th
     streamed = "".join(stream)
     answer = stream.answer
     assert answer is not None and answer.incomplete, answer
-    assert (answer.notice or "").startswith(gen.NOTICE_LOOP), (answer.notice, streamed)  # stopped, and said why
+    assert (answer.notice or "").startswith(NOTICE_LOOP), (answer.notice, streamed)  # stopped, and said why
     assert answer.extra["ended"] == "loop"
 
     deadline = time.monotonic() + 60
@@ -113,12 +115,12 @@ def test_real_model_answer_that_repeats_itself_is_stopped_and_shows_only_what_th
     generation = llm_server.generations[-1]
     assert generation.cancelled and generation.eval_count < FEATURES_TOKENS  # the model was stopped early
 
-    if answer.mode == gen.AnswerMode.MODEL:  # only the sentences the passages back are shown ...
+    if answer.mode == AnswerMode.MODEL:  # only the sentences the passages back are shown ...
         assert {s.status for s in answer.sentences} <= {ev.VERIFIED, ev.MATCHED, ev.NO_CLAIM}, answer.sentences
         assert any(s.status in (ev.VERIFIED, ev.MATCHED) for s in answer.sentences)
         left_out = answer.extra["left_out"]
     else:  # ... or, when none is, the closest quotes
-        assert answer.mode == gen.AnswerMode.QUOTES and all(c.status == ev.VERIFIED for c in answer.citations)
+        assert answer.mode == AnswerMode.QUOTES and all(c.status == ev.VERIFIED for c in answer.citations)
         left_out = answer.extra["withheld_text"]
     assert left_out and " ".join(left_out.split())[:200] in answer.extra["details"]  # the rest is under Details
     sentences = [answer.text[s.start:s.end] for s in answer.sentences]

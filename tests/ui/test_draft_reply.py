@@ -9,7 +9,7 @@ import time
 
 from ui_helpers import new_app, plain, texts
 
-from rag_core.answer.generation import NOTICE_LEFT_OUT_ONE, NOTICE_STOPPED
+from rag_core.answer.generation.outcome import NOTICE_LEFT_OUT_ONE, NOTICE_STOPPED
 from rag_core.core.models import Answer, StageEvent, Step
 from rag_core.service.live import LiveAnswer
 from ui.sources import DRAFT_NOTE, DRAFT_STOPPED_NOTE, UNCHECKED_NOTE

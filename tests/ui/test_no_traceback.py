@@ -11,7 +11,7 @@ from ollama_server import Reply
 from streamlit.testing.v1 import AppTest
 from ui_helpers import fixture_bytes, new_app, plain, texts
 
-from rag_core.answer.generation import NOTICE_UNBACKED_ONE
+from rag_core.answer.generation.outcome import NOTICE_UNBACKED_ONE
 from rag_core.core.errors import LimitReached
 from rag_core.service import render
 from rag_core.service.workspace import LocalWorkspace

@@ -8,7 +8,7 @@ from ollama_server import PullScript, Reply
 from streamlit.testing.v1.element_tree import Expander, Widget
 from ui_helpers import MODEL, button, fixture_bytes, new_app, plain, texts
 
-from rag_core.answer.generation import NOTICE_LENGTH
+from rag_core.answer.generation.outcome import NOTICE_LENGTH
 
 PDF = "pdf_text_multicolumn_3-pages.pdf"
 NEW = "qwen2.5:1.5b"

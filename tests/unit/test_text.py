@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from rag_core.answer.generation import quotable_spans
+from rag_core.answer.generation.extractive import quotable_spans
 from rag_core.answer.grounding.evidence import split_sentences
 from rag_core.core import text as T
 from rag_core.core.models import Document, Section, SourceMeta

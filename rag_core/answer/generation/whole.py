@@ -1,5 +1,5 @@
-"""Questions about whole documents or the library, inside an AnswerStream (the "host"): the same steps, the same
-Answer, the same evidence check. `route` decides from the question's intent (rag_core.answer.intent): a fact question
+"""Questions about whole documents or the library: other chains of steps over the same AnswerRun (run.py), ending in
+the same Answer with the same evidence check (finish.py). `route` decides from the question's intent (rag_core.answer.intent): a fact question
 goes the usual way (retrieval); a whole-document one is answered by WholeDocument: without a model (or when it fails
 before reading anything) it quotes the document (rag_core.answer.summaries.digest); with one it reads the document part
 by part (reading.py), each part's notes streamed as they come, then the whole; Stop keeps what was read. An outline
@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Generator, Iterator, Sequence
+from typing import Any
 
 from rag_core.answer.generation import reading as mr
+from rag_core.answer.generation.finish import finish
 from rag_core.answer.generation.notices import DETAILS_NO_MODEL, details_extra
+from rag_core.answer.generation.run import AnswerRun, Chain
 from rag_core.answer.grounding.citations import resolve
 from rag_core.answer.intent import Intent, IntentKind, classify
 from rag_core.answer.summaries import Shape
@@ -37,15 +39,9 @@ from rag_core.answer.summaries.text import (
     sampled_notice,
     stopped_notice,
 )
-from rag_core.core.config import Settings
 from rag_core.core.errors import LLMError
 from rag_core.core.models import Answer, AnswerMode, DocumentInfo, Passage, Step
-from rag_core.llm.chat import backend_for
-
-if TYPE_CHECKING:  # pragma: no cover
-    from langchain_core.language_models import BaseChatModel
-
-    from rag_core.store.view import LibraryView
+from rag_core.llm.chat import ChatBackend, backend_for
 
 log = logging.getLogger(__name__)
 
@@ -54,31 +50,13 @@ COMPARE_PARTS = 5  # ... of each document in a comparison
 MAX_COMPARED = 3  # documents compared at once
 
 
-class Host(Protocol):
-    """What a whole-document answer uses of the AnswerStream it runs in."""
-
-    library: LibraryView
-    settings: Settings
-    question: str
-    owners: list[str | None] | None
-    use_llm: bool
-    chat_model: BaseChatModel | None
-    passages: list[Passage]
-    answer: Answer | None
-
-    @property
-    def writes_with_llm(self) -> bool: ...
-
-    def _enter(self, step: Step, note: str = "") -> None: ...
-
-    def _finish(self, text: str, mode: AnswerMode, embedder: Any = None, **kw: Any) -> Answer: ...
-
-
 class WholeDocument:
-    """One whole-document answer: `run` streams it into the host; `stopped` ends it after Stop, keeping what was read."""
+    """The reading of one whole-document answer (what was read, the model's notes) and the steps of its chain:
+    load the documents → outline, or quote them (no model), or read them with the model; `stopped` ends it after
+    Stop, keeping what was read."""
 
-    def __init__(self, host: Host, shape: Shape, doc_ids: Sequence[str]) -> None:
-        self.host, self.shape, self.doc_ids = host, shape, list(doc_ids)[:MAX_COMPARED]
+    def __init__(self, run: AnswerRun, shape: Shape, doc_ids: Sequence[str]) -> None:
+        self.run, self.shape, self.doc_ids = run, shape, list(doc_ids)[:MAX_COMPARED]
         self.more = more_notice(MAX_COMPARED, len(doc_ids)) if len(doc_ids) > MAX_COMPARED else None
         self.docs: list[DocText] = []
         self.notes: list[mr.Notes] = []
@@ -87,32 +65,39 @@ class WholeDocument:
         self.tokens_sent = 0
         self.model = ""
 
-    # -- the run ---------------------------------------------------------------------------------------------
-    def run(self, partial: list[str]) -> Iterator[str]:
-        """Read the documents and stream the answer into the host (which keeps the Answer)."""
-        host = self.host
-        infos = host.library.documents(host.owners)
-        self.docs = [load_document(host.library.store, find_document(infos, d), host.owners,
-                                   vectors=self.shape is not Shape.OUTLINE) for d in self.doc_ids]
-        if self.shape is Shape.OUTLINE:
-            yield self._outline()
-            return
-        if not host.writes_with_llm:
-            notice, details = ((NOTICE_DIGEST_NO_LLM, None) if not host.use_llm
-                               else (NOTICE_DIGEST_NO_MODEL, DETAILS_NO_MODEL))
-            yield self._digest(notice, details)
-            return
-        yield from self._read(partial)
+    def chain(self) -> Chain:
+        """The steps of this answer, in order."""
+        return Chain(f"whole:{self.shape.value}", ((self.load, None), (self.outline, None),
+                                                  (self.quote_without_model, None), (self.read, None)),
+                     self.stopped)
 
-    def _outline(self) -> str:
+    # -- the steps -------------------------------------------------------------------------------------------
+    def load(self, run: AnswerRun) -> None:
+        """Load the documents asked about (their vectors too, but for an outline)."""
+        ask = run.ask
+        infos = ask.library.documents(ask.seen_by)
+        self.docs = [load_document(ask.library.store, find_document(infos, d), ask.seen_by,
+                                   vectors=self.shape is not Shape.OUTLINE) for d in self.doc_ids]
+
+    def outline(self, run: AnswerRun) -> Iterator[str] | None:
+        """An outline lists the document's headings."""
+        if self.shape is not Shape.OUTLINE:
+            return None
         doc = self.docs[0]
         lines = outline_lines(doc)
         text = (f"Outline of “{doc.title}” (its headings, with their pages):\n" + "\n".join(lines) if lines
                 else NOTICE_NO_HEADINGS.format(title=doc.title))
-        self.host._enter(Step.READ)
-        self.host._finish(text, AnswerMode.QUOTES, extra={"summary": {"shape": self.shape.value,
-                                                                      "headings": len(lines)}})
-        return text
+        run.enter(Step.READ)
+        finish(run, text, AnswerMode.QUOTES, extra={"summary": {"shape": self.shape.value, "headings": len(lines)}})
+        return iter((text,))
+
+    def quote_without_model(self, run: AnswerRun) -> Iterator[str] | None:
+        """Without a model, the answer quotes the documents."""
+        if run.ask.writes_with_llm:
+            return None
+        notice, details = ((NOTICE_DIGEST_NO_LLM, None) if not run.ask.use_llm
+                           else (NOTICE_DIGEST_NO_MODEL, DETAILS_NO_MODEL))
+        return iter((self._digest(notice, details),))
 
     def _digest(self, notice: str, details: str | None = None, fault: LLMError | None = None) -> str:
         """The answer quoted from the documents (no model); returns its text."""
@@ -129,58 +114,31 @@ class WholeDocument:
         if self.shape is Shape.COMPARE and len(self.docs) > 1:
             lines += topic_lines(self.docs, shared_topics(self.docs), numbered)
         text = "\n".join(lines)
-        host = self.host
-        host.passages = list(numbered.passages)
-        host._enter(Step.READ, "")
+        run = self.run
+        run.passages = list(numbered.passages)
+        run.enter(Step.READ, "")
         extra = {"summary": {"shape": self.shape.value, "docs": docs_extra}, **details_extra(details)}
         if fault is not None:
             extra["fault"] = type(fault).__name__
-        host._finish(text, AnswerMode.QUOTES, citations=tuple(numbered.citations), notice=_join(notice, self.more),
-                     context_passages=len(numbered.passages), extra=extra)
+        finish(run, text, AnswerMode.QUOTES, citations=tuple(numbered.citations), notice=_join(notice, self.more),
+               context_passages=len(numbered.passages), extra=extra)
         return text
 
     # -- with a model --------------------------------------------------------------------------------------------
-    def _read(self, partial: list[str]) -> Iterator[str]:
-        host, s = self.host, self.host.settings
-        chat = backend_for(s, host.chat_model)
+    def read(self, run: AnswerRun) -> Iterator[str]:
+        """Read the documents part by part with the model, each part's notes streamed as they come, then write the
+        whole of each; the answer quotes the documents when the model failed before reading anything, or when
+        nothing it wrote is backed."""
+        s = run.settings
+        chat = backend_for(s, run.ask.chat_model)
         self.model = chat.name
         per_doc = max(1, s.summary_max_calls // len(self.docs))
         self.notes = [mr.Notes(mr.plan_reading(d, s, per_doc)) for d in self.docs]
         total = sum(len(n.plan.groups) for n in self.notes)
-        host._enter(Step.READ, plan_line([n.plan for n in self.notes], self._seconds(0), chat.name))
+        run.enter(Step.READ, plan_line([n.plan for n in self.notes], self._seconds(0), chat.name))
         done = 0
         for notes in self.notes:
-            doc = notes.plan.doc
-            for group in notes.plan.groups:
-                host._enter(Step.WAITING, reading_line(notes.plan, done, total, self._seconds(done), len(self.docs)))
-                prompt, passages = mr.map_prompt(notes.plan, group, s)
-                call = mr.Call(chat, prompt, min(s.answer_tokens, mr.MAP_REPLY_TOKENS))
-                yield from call.wait()
-                prompt = call.sent or prompt  # fewer passages after a refusal for size
-                passages = prompt.passages
-                self._count(call, prompt)
-                notes.fault = call.fault()
-                if notes.fault is not None and not call.text.strip():
-                    break
-                text = mr.shift(call.text, passages, len(self.shown)).strip()
-                self.shown.extend(passages)
-                notes.parts.append(text)
-                done += 1
-                piece = f"{_group_label(doc, group, notes.plan)}:\n{text}\n\n"
-                partial.append(piece)
-                yield piece
-                if notes.fault is not None:
-                    break
-            if notes.fault is None and len(notes.parts) > 1:
-                host._enter(Step.WRITING, f"Writing the {_noun(self.shape)} of “{doc.title}” from its "
-                                          f"{len(notes.parts)} {notes.plan.unit}s…")
-                prompt = mr.reduce_prompt(self._notes_text(notes), KEY_POINTS_TASK if self.shape is Shape.KEY_POINTS
-                                          else SUMMARY_TASK, s)
-                call = mr.Call(chat, prompt, s.answer_tokens)
-                yield from call.wait()
-                self._count(call, call.sent or prompt)
-                notes.fault = call.fault()
-                notes.whole = resolve(call.text, self.shown).text.strip()
+            done = yield from self._read_document(chat, notes, done, total)
             if notes.fault is not None:
                 break
         fault = next((n.fault for n in self.notes if n.fault is not None), None)
@@ -192,8 +150,44 @@ class WholeDocument:
         evidence = answer.extra.get("evidence", {})
         if evidence.get("claims") and not evidence.get("supported_claims"):  # nothing written is backed: quotes
             log.info("Summary withheld: none of its %d claims is backed", evidence["claims"])
-            host.answer = None
+            run.answer = None
             yield self._digest(NOTICE_WITHHELD)
+
+    def _read_document(self, chat: ChatBackend, notes: mr.Notes, done: int, total: int) -> Generator[str, None, int]:
+        """One document read part by part (`done` of `total` parts read before it), then its whole written from
+        the parts' notes; returns how many parts are read now."""
+        run, s, doc = self.run, self.run.settings, notes.plan.doc
+        for group in notes.plan.groups:
+            run.enter(Step.WAITING, reading_line(notes.plan, done, total, self._seconds(done), len(self.docs)))
+            prompt, passages = mr.map_prompt(notes.plan, group, s)
+            call = mr.Call(chat, prompt, min(s.answer_tokens, mr.MAP_REPLY_TOKENS))
+            yield from call.wait()
+            prompt = call.sent or prompt  # fewer passages after a refusal for size
+            passages = prompt.passages
+            self._count(call, prompt)
+            notes.fault = call.fault()
+            if notes.fault is not None and not call.text.strip():
+                break
+            text = mr.shift(call.text, passages, len(self.shown)).strip()
+            self.shown.extend(passages)
+            notes.parts.append(text)
+            done += 1
+            piece = f"{_group_label(doc, group, notes.plan)}:\n{text}\n\n"
+            run.partial.append(piece)
+            yield piece
+            if notes.fault is not None:
+                break
+        if notes.fault is None and len(notes.parts) > 1:
+            run.enter(Step.WRITING, f"Writing the {_noun(self.shape)} of “{doc.title}” from its "
+                                    f"{len(notes.parts)} {notes.plan.unit}s…")
+            prompt = mr.reduce_prompt(self._notes_text(notes), KEY_POINTS_TASK if self.shape is Shape.KEY_POINTS
+                                      else SUMMARY_TASK, s)
+            call = mr.Call(chat, prompt, s.answer_tokens)
+            yield from call.wait()
+            self._count(call, call.sent or prompt)
+            notes.fault = call.fault()
+            notes.whole = resolve(call.text, self.shown).text.strip()
+        return done
 
     def _seconds(self, done: int) -> float:
         left, seen = 0.0, 0
@@ -236,7 +230,7 @@ class WholeDocument:
         return "\n".join(out).strip()
 
     def _finish_model(self, fault: LLMError | None = None, stopped: bool = False) -> Answer:
-        host = self.host
+        run = self.run
         text = self._compose()
         numbered = Numbered()
         if self.shape is Shape.COMPARE and len(self.docs) > 1 and not stopped and fault is None:  # quoted, numbered on
@@ -245,7 +239,7 @@ class WholeDocument:
             lines = topic_lines(self.docs, shared_topics(self.docs), _Continue(numbered, self.docs))
             text += "\n\n" + "\n".join(lines) if lines else ""
         text, passages = renumber(text, numbered.passages or self.shown)
-        host.passages = list(passages)
+        run.passages = list(passages)
         done = sum(len(n.parts) for n in self.notes)
         total = sum(len(n.plan.groups) for n in self.notes)
         unit = self.notes[0].plan.unit if self.notes else "part"
@@ -260,17 +254,18 @@ class WholeDocument:
             "model": self.model, "ended": "stopped" if stopped else "failed" if fault else "finished"}
         if fault is not None:
             extra.update(fault=type(fault).__name__, **details_extra(fault.details))
-        return host._finish(text, AnswerMode.MODEL, citations=resolve(text, list(passages)).citations,
-                            context_passages=len(passages), incomplete=stopped or fault is not None,
-                            notice=notice, extra=extra)
+        return finish(run, text, AnswerMode.MODEL, citations=resolve(text, list(passages)).citations,
+                      context_passages=len(passages), incomplete=stopped or fault is not None, notice=notice,
+                      extra=extra)
 
-    def stopped(self) -> None:
+    def stopped(self, run: AnswerRun, text: str) -> bool:
         """End an answer stopped part-way (Stop): what was read is kept and checked like any answer."""
         if any(n.parts for n in self.notes):
             self._finish_model(stopped=True)
         else:
-            self.host._finish("", AnswerMode.MODEL if self.notes else AnswerMode.QUOTES, incomplete=True,
-                              notice=NOTICE_STOPPED)
+            finish(run, "", AnswerMode.MODEL if self.notes else AnswerMode.QUOTES, incomplete=True,
+                   notice=NOTICE_STOPPED)
+        return True
 
 
 class _Continue(Numbered):
@@ -280,17 +275,17 @@ class _Continue(Numbered):
         super().__init__()
         self.passages, self.citations = base.passages, base.citations
         for n, p in enumerate(base.passages, 1):
-            self._n[(p.chunk.doc_id, p.chunk.index)] = n
+            self.numbers[(p.chunk.doc_id, p.chunk.index)] = n
         self._index = {(d.info.doc_id, c.index): i for d in docs for i, c in enumerate(d.chunks)}
 
     def n(self, doc: DocText, chunk: int, start: int = 0, end: int | None = None, score: float = 0.0) -> int:
         """The number of a chunk: the one it was shown with, else the next one."""
         key = (doc.info.doc_id, doc.chunks[chunk].index)
-        if key in self._n:
-            return self._n[key]
-        self._n[key] = len(self.passages) + 1
+        if key in self.numbers:
+            return self.numbers[key]
+        self.numbers[key] = len(self.passages) + 1
         self.passages.append(doc.passage(chunk, score))
-        return self._n[key]
+        return self.numbers[key]
 
 
 def _join(*notices: str | None) -> str | None:
@@ -323,39 +318,33 @@ WHOLE = {IntentKind.SUMMARY: Shape.SUMMARY, IntentKind.KEY_POINTS: Shape.KEY_POI
 LIBRARY = (IntentKind.LIBRARY_LIST, IntentKind.LIBRARY_TOPIC)
 
 
-class LibraryQuestion:
-    """A question about the library itself, answered from its listing and search."""
+def library_chain(intent: Intent) -> Chain:
+    """A question about the library itself, answered from its listing and search (one step, nothing to stream)."""
 
-    def __init__(self, host: Host, intent: Intent, scope: list[str] | None) -> None:
-        self.host, self.intent, self.scope = host, intent, scope
-
-    def run(self, partial: list[str]) -> Iterator[str]:
-        """Answer it at once (nothing to stream) and hand the Answer to the host."""
+    def answer_library(run: AnswerRun) -> Iterator[str]:
         from rag_core.answer.library_answers import library_answer
 
-        host = self.host
-        answer = library_answer(self.intent, host.library, host.settings, self.scope, owners=host.owners,
-                                question=host.question)
-        host.passages = list(answer.passages)
-        host._enter(Step.READ)
-        host.answer = answer
-        yield answer.text
+        ask = run.ask
+        answer = library_answer(intent, ask.library, run.settings, ask.scope, owners=ask.seen_by, question=ask.text)
+        run.passages = list(answer.passages)
+        run.enter(Step.READ)
+        run.answer = answer
+        return iter((answer.text,))
 
-    def stopped(self) -> None:
-        """Nothing to keep: the answer is made in one step."""
+    return Chain("library", ((answer_library, None),), lambda run, text: True)  # made in one step: nothing to keep
 
 
 class _Listing(Sequence[DocumentInfo]):
     """The documents this person sees, read from the library only if the question names one (a fact question
     reads nothing more than before)."""
 
-    def __init__(self, host: Any) -> None:
-        self._host = host
+    def __init__(self, run: AnswerRun) -> None:
+        self._run = run
         self._docs: list[DocumentInfo] | None = None
 
     def _load(self) -> list[DocumentInfo]:
         if self._docs is None:
-            self._docs = self._host.library.documents(self._host.owners)
+            self._docs = self._run.ask.library.documents(self._run.ask.seen_by)
         return self._docs
 
     def __getitem__(self, i: Any) -> Any:
@@ -365,16 +354,16 @@ class _Listing(Sequence[DocumentInfo]):
         return len(self._load())
 
 
-def route(host: Any) -> WholeDocument | LibraryQuestion | None:
-    """The run answering the host's question when it is about whole documents or the library; None for a fact
-    question (the host's own retrieval path). The host's `intent`, when set, is used as given (`docchat
-    summarize`); else the question is classified against the documents this person sees, in the chat's scope."""
-    intent: Intent | None = getattr(host, "intent", None)
+def route(run: AnswerRun) -> Chain | None:
+    """The chain answering the run's question when it is about whole documents or the library; None for a fact
+    question (steps.FACTS). The intent given (`docchat summarize`) is used as given; else the question is classified
+    against the documents this person sees, in the chat's scope."""
+    intent = run.intent
     if intent is None:
-        intent = classify(host.question, _Listing(host), host.doc_ids)
-        host.intent = intent
+        intent = classify(run.ask.text, _Listing(run), run.ask.scope)
+        run.intent = intent
     if intent.kind in LIBRARY:
-        return LibraryQuestion(host, intent, host.doc_ids)
+        return library_chain(intent)
     if intent.kind in WHOLE and intent.doc_ids:
-        return WholeDocument(host, WHOLE[intent.kind], intent.doc_ids)
+        return WholeDocument(run, WHOLE[intent.kind], intent.doc_ids).chain()
     return None

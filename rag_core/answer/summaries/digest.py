@@ -183,17 +183,17 @@ class Numbered:
     def __init__(self) -> None:
         self.passages: list[Passage] = []
         self.citations: list[Citation] = []
-        self._n: dict[tuple[str, int], int] = {}
+        self.numbers: dict[tuple[str, int], int] = {}
 
     def n(self, doc: DocText, chunk: int, start: int = 0, end: int | None = None, score: float = 0.0) -> int:
         """The number of chunk `chunk` of `doc` (given the next one at its first use; [start, end) its quote)."""
         key = (doc.info.doc_id, chunk)
-        if key not in self._n:
-            self._n[key] = len(self.passages) + 1
+        if key not in self.numbers:
+            self.numbers[key] = len(self.passages) + 1
             self.passages.append(doc.passage(chunk, score))
             end = len(doc.chunks[chunk].text) if end is None else end
-            self.citations.append(Citation(self._n[key], self.passages[-1], CitationStatus.CITED, start, end))
-        return self._n[key]
+            self.citations.append(Citation(self.numbers[key], self.passages[-1], CitationStatus.CITED, start, end))
+        return self.numbers[key]
 
 
 def digest_lines(doc: DocText, parts: Sequence[Part], points: Sequence[Point], numbered: Numbered,

@@ -34,7 +34,6 @@ def start_summary(library: LibraryView, doc_ids: Sequence[str], settings: Settin
         infos.append(info)
     titles = [i.title or i.file_name for i in infos]
     question = QUESTIONS[shape].format(title=titles[0], titles=" and ".join(f"“{t}”" for t in titles))
-    stream = AnswerStream(library, question, settings, doc_ids=list(doc_ids), owners=owners, use_llm=use_llm,
-                          chat_model=chat_model)
-    stream.intent = Intent(IntentKind(shape.value), tuple(doc_ids), reference=Reference.NAMED)
-    return stream
+    return AnswerStream(library, question, settings, doc_ids=list(doc_ids), owners=owners, use_llm=use_llm,
+                        chat_model=chat_model,
+                        intent=Intent(IntentKind(shape.value), tuple(doc_ids), reference=Reference.NAMED))
