@@ -77,8 +77,8 @@ class Model:
         self.rss_growth = rss_mb() - before
         self.seconds: list[float] = []
         self.latency_ms: list[float] = []
-        self.passages: np.ndarray | None = None
-        self.queries: np.ndarray | None = None
+        self.passages = np.zeros((0, 0), dtype=np.float32)
+        self.queries = np.zeros((0, 0), dtype=np.float32)
 
     def encode(self, texts: list[str], kind: Kind) -> np.ndarray:
         if isinstance(self.impl, Embedder):
