@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_core.answer import widen
+from rag_core.retrieve import widen
 from rag_core.answer.generation.extractive import EXTRACTIVE_PASSAGES, extractive_answer
 from rag_core.answer.generation.finish import finish
 from rag_core.answer.generation.notices import (
@@ -83,7 +83,7 @@ def retrieve(run: AnswerRun) -> None:
     run.mark("embed_query", t)
     found = retrieve_scored(store, run.standalone, ask.k, ask.scope, ask.seen_by, vectors=vectors)
     run.passages = (widen.widen(store, found.passages, ask.seen_by) if widen.WIDEN_READ
-                    else found.passages)  # the small-to-large read, when on (rag_core/answer/widen.py)
+                    else found.passages)  # the small-to-large read, when on (rag_core/retrieve/widen.py)
     run.mark("retrieve")
     run.relevance = found.relevance  # the best chunk's dense cosine, from the same request as the passages
 
