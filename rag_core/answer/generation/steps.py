@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from rag_core.retrieve import widen
 from rag_core.answer.generation.extractive import EXTRACTIVE_PASSAGES, extractive_answer
 from rag_core.answer.generation.finish import finish
 from rag_core.answer.generation.notices import (
@@ -46,6 +45,7 @@ from rag_core.core.errors import LLMError
 from rag_core.core.models import AnswerMode, Step
 from rag_core.core.text import is_refusal
 from rag_core.llm.chat import backend_for
+from rag_core.retrieve import widen
 from rag_core.retrieve.search import embed_queries, phrase_in_library, retrieve_scored
 
 log = logging.getLogger(__name__)
