@@ -197,18 +197,7 @@ class _Graph:
         return pooled
 
     def serialized(self, pooled: str) -> bytes:
-        helper, tensor = self.helper, self.tensor
-        self.nodes.append(helper.make_node("Identity", [pooled], ["sentence_embedding"], name="output"))
-        graph = helper.make_graph(
-            self.nodes, "sentence_encoder",
-            [helper.make_tensor_value_info("input_ids", tensor.INT64, ["batch", "sequence"]),
-             helper.make_tensor_value_info("attention_mask", tensor.INT64, ["batch", "sequence"])],
-            [helper.make_tensor_value_info("sentence_embedding", tensor.FLOAT, ["batch", self.shape.hidden])],
-            initializer=self.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
-                                                        helper.make_opsetid("com.microsoft", 1)])
-        model.ir_version = 8
-        return bytes(model.SerializeToString())
+        return bytes(sentence_model(self.nodes, self.inits, pooled, self.shape.hidden).SerializeToString())
 
 def threads() -> int:
     """Intra-op threads: the cores this process may use, at most 4 (more only contend on a shared laptop)."""
@@ -270,3 +259,21 @@ def load_tokenizer(path: Path, max_length: int | None = None):  # a tokenizers.T
         pad = tokenizer.token_to_id("[PAD]")
         tokenizer.enable_padding(pad_id=0 if pad is None else pad, pad_token="[PAD]")
     return tokenizer
+
+
+def sentence_model(nodes: list, inits: list, pooled: str, hidden: int, name: str = "sentence_encoder") -> Any:
+    """The ONNX model of a sentence encoder's graph: inputs input_ids and attention_mask (int64, batch x sequence),
+    output sentence_embedding (float, batch x hidden) named after the node `pooled`; shared by MiniLM and e5."""
+    from onnx import TensorProto, helper
+
+    nodes.append(helper.make_node("Identity", [pooled], ["sentence_embedding"], name="output"))
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"]),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"])],
+        [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", hidden])],
+        initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    return model

@@ -39,7 +39,7 @@ import numpy as np
 
 from rag_core.core.errors import DocChatError
 from rag_core.store.e5_weights import QK, E5File, E5Tokenizer, Q4Matrix, read_e5
-from rag_core.store.onnx_bert import OPSET, threads
+from rag_core.store.onnx_bert import sentence_model, threads
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ def _pool(b: _Builder, x: str) -> str:
 def build_graph(f: E5File, int4: bool = False) -> Any:
     """The ONNX model (an onnx.ModelProto, weights inside) for the file's encoder (`int4`: its linear layers on the
     file's 4-bit blocks as they are)."""
-    from onnx import TensorProto, helper
+    from onnx import TensorProto
 
     if f.shape.hidden % QK or f.shape.ffn % QK:
         raise DocChatError("The multilingual model's weights have an unexpected shape.")
@@ -211,17 +211,7 @@ def build_graph(f: E5File, int4: bool = False) -> Any:
     for i in range(f.shape.layers):
         x = _layer(b, f, x, i, mask32)
     pooled = _pool(b, x)
-    b.nodes.append(helper.make_node("Identity", [pooled], ["sentence_embedding"], name="output"))
-    graph = helper.make_graph(
-        b.nodes, "e5_encoder",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"])],
-        [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", f.shape.hidden])],
-        initializer=b.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
-                                                    helper.make_opsetid("com.microsoft", 1)])
-    model.ir_version = 8
-    return model
+    return sentence_model(b.nodes, b.inits, pooled, f.shape.hidden, name="e5_encoder")
 
 
 def quantize_int8(model: Any) -> bytes:
