@@ -130,7 +130,7 @@ def raw_state(backend: Backend) -> dict[str, tuple[str, int, int]]:
         for p in batch:
             doc_id = p.payload[METADATA_KEY]["doc_id"]
             points[doc_id] = points.get(doc_id, 0) + 1
-    state = {e["doc_id"]: (status, e.get("chunks", 0), points.get(e["doc_id"], 0))
+    state = {e.doc_id: (status, e.chunks, points.get(e.doc_id, 0))
              for status in (PENDING, DELETING, COMPLETE) for e in backend.entries(status)}
     state.update({d: ("none", 0, n) for d, n in points.items() if d not in state})
     return state

@@ -177,11 +177,11 @@ def _copy(client: Any, store: Store, collection: str, progress: Progress | None)
     from rag_core.store.backends.client import ClientBackend
 
     old = ClientBackend(client, collection, serialize=False)  # the old layout is the server backend's layout
-    complete = [e for e in old.entries(COMPLETE) if e.get("doc_id")]
+    complete = [e for e in old.entries(COMPLETE) if e.doc_id]
     unfinished = len(old.entries(PENDING))
     if unfinished:
         log.warning("Leaving out %d documents whose adding never finished", unfinished)
-    keep = {e["doc_id"] for e in complete}
+    keep = {e.doc_id for e in complete}
     total = client.count(collection, exact=True).count
     log.warning("Upgrading your library to the new search engine (%d documents, %d passages; nothing is embedded "
                 "again)…", len(complete), total)

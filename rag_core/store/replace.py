@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import replace
 
 from rag_core.core.errors import DocChatError, DocumentNotFound
 from rag_core.core.models import Chunk, DocumentInfo, Progress, SourceMeta
@@ -28,11 +28,12 @@ from rag_core.store.backends import (
     STATUS_KEY,
     SUPERSEDED,
     RawPoint,
+    RegistryEntry,
     journal,
     upsert_batched,
 )
 from rag_core.store.backends.layout import chunk_to_document, document_payload, info_from_entry
-from rag_core.store.vector_store import UPSERT_BATCH, Store, now_iso
+from rag_core.store.vector_store import UPSERT_BATCH, Store, new_entry
 
 log = logging.getLogger(__name__)
 
@@ -43,18 +44,13 @@ def replace_document(store: Store, old_id: str, source: SourceMeta, chunks: list
     old one is gone already, a plain add."""
     doc_id = chunks[0].doc_id
     old = store.backend.get_entry(old_id)
-    if old is None or old.get(STATUS_KEY) != COMPLETE or old_id == doc_id:
+    if old is None or old.status != COMPLETE or old_id == doc_id:
         return store.add_chunks(source, chunks, pages, progress=progress, vectors=vectors)
     dense, sparse = vectors
-    entry: dict[str, Any] = {
-        "doc_id": doc_id, "title": source.title, "kind": source.kind, "pages": pages, "chunks": len(chunks),
-        "added_at": source.added_at or now_iso(), "file_name": source.file_name, "url": source.url,
-        "sha256": source.sha256, "revision_id": source.revision_id, "lang": source.lang, "page_id": source.page_id,
-        "owner": old.get("owner"), "flags": [], STATUS_KEY: PENDING, "started": time.time(), "replaces": old_id,
-    }
+    entry = new_entry(doc_id, source, pages, len(chunks), old.owner, replaces=old_id)
     points = []
     for i, c in enumerate(chunks):
-        payload = document_payload(chunk_to_document(c, old.get("owner")))
+        payload = document_payload(chunk_to_document(c, old.owner))
         payload[METADATA_KEY][STATUS_KEY] = PENDING
         points.append(RawPoint(c.point_id, dense[i], sparse[i], payload))
     name = source.file_name or source.title
@@ -77,7 +73,7 @@ def replace_document(store: Store, old_id: str, source: SourceMeta, chunks: list
                 with store.gate.swapping():  # no search between these two calls
                     store.backend.set_status(doc_id, COMPLETE)
                     store.backend.set_status(old_id, SUPERSEDED)
-                entry[STATUS_KEY] = COMPLETE
+                entry = entry.with_status(COMPLETE)
                 store.backend.put_entry(entry)
                 store.backend.flush()
         except BaseException as e:
@@ -94,7 +90,7 @@ def _show_again(store: Store, old_id: str) -> None:
     try:
         with store._engine("undo a failed update"):
             old = store.backend.get_entry(old_id)
-            if old is not None and old.get(STATUS_KEY) == COMPLETE:
+            if old is not None and old.status == COMPLETE:
                 with store.gate.swapping():
                     store.backend.set_status(old_id, COMPLETE)
                 store.backend.flush()
@@ -102,29 +98,29 @@ def _show_again(store: Store, old_id: str) -> None:
         log.warning("Could not show the old version %s again yet (%s)", old_id, e)
 
 
-def _drop_old(store: Store, old: dict[str, Any], entry: dict[str, Any] | None) -> None:
+def _drop_old(store: Store, old: RegistryEntry, entry: RegistryEntry | None) -> None:
     """Delete the replaced version, then forget `replaces` (`entry`: the new version's, whose `replaces` already
     journals the deletion; None: marked "deleting" first); a failure is finished at the next write."""
     try:
         with store._engine("remove the old version of a file"):
             if entry is None:
-                store.backend.put_entry({**old, STATUS_KEY: DELETING})
+                store.backend.put_entry(old.with_status(DELETING))
                 store.backend.flush()
-            journal.finish(store.backend, old["doc_id"])
+            journal.finish(store.backend, old.doc_id)
             if entry is None:
                 store.backend.flush()
             else:  # not flushed now (the next write or closing does it): until then `replaces` journals this step
-                store.backend.put_entry({k: v for k, v in entry.items() if k != "replaces"})
+                store.backend.put_entry(replace(entry, replaces=None))
     except Exception as e:  # noqa: BLE001 - the new version is in; the old one is hidden and removed later
-        log.warning("Could not remove the old version %s yet (%s)", old["doc_id"], e)
-        store._unfinished.add(old["doc_id"])
+        log.warning("Could not remove the old version %s yet (%s)", old.doc_id, e)
+        store._unfinished.add(old.doc_id)
 
 
 def retire(store: Store, old_id: str) -> None:
     """Remove the old version of a file whose new version is in the library already (hidden first, then deleted)."""
     with store._lock:  # the store's write lock
         old = store.backend.get_entry(old_id)
-        if old is None or old.get(STATUS_KEY) != COMPLETE:
+        if old is None or old.status != COMPLETE:
             return
         with store._engine("remove the old version of a file"), store.gate.swapping():
             store.backend.set_status(old_id, SUPERSEDED)
@@ -140,7 +136,7 @@ def remove(store: Store, doc_id: str, owners: Iterable[str | None] | None = None
             raise DocumentNotFound(doc_id)
         with store._engine(f"remove “{info.title}”", f"“{info.title}” was not removed"):
             store.backend.set_status(doc_id, REMOVED)
-            store.backend.put_entry({**entry, STATUS_KEY: REMOVED, "removed_at": time.time()})
+            store.backend.put_entry(entry.with_status(REMOVED, removed_at=time.time()))
             store.backend.flush()
     return info
 
@@ -149,12 +145,11 @@ def restore(store: Store, doc_id: str, owners: Iterable[str | None] | None = Non
     """Undo `remove`: the document is in the listing and searched again (DocumentNotFound when not removed)."""
     with store._lock:
         entry = store.backend.get_entry(doc_id)
-        if entry is None or entry.get(STATUS_KEY) != REMOVED or (owners is not None and
-                                                                  entry.get("owner") not in list(owners)):
+        if entry is None or entry.status != REMOVED or (owners is not None and entry.owner not in list(owners)):
             raise DocumentNotFound(doc_id)
-        with store._engine(f"restore “{entry.get('title')}”"):
+        with store._engine(f"restore “{entry.title}”"):
             store.backend.set_status(doc_id, COMPLETE)
-            store.backend.put_entry({k: v for k, v in entry.items() if k != "removed_at"} | {STATUS_KEY: COMPLETE})
+            store.backend.put_entry(entry.with_status(COMPLETE, removed_at=None))
             store.backend.flush()
     return info_from_entry(entry)
 
@@ -163,7 +158,7 @@ def removed(store: Store, owners: Iterable[str | None] | None = None) -> list[tu
     """Removed documents that can still be restored, with when they were removed (epoch seconds), newest first."""
     with store._engine("be read"):
         entries = store.backend.entries(REMOVED, None if owners is None else list(owners))
-    found = [(info_from_entry(e), float(e.get("removed_at") or 0)) for e in entries]
+    found = [(info_from_entry(e), float(e.removed_at or 0)) for e in entries]
     return sorted(found, key=lambda d: d[1], reverse=True)
 
 
@@ -171,9 +166,9 @@ def purge(store: Store, doc_id: str) -> None:
     """Delete a removed document for good (journalled like any delete)."""
     with store._lock, store._engine("empty the removed documents"):
         entry = store.backend.get_entry(doc_id)
-        if entry is None or entry.get(STATUS_KEY) != REMOVED:
+        if entry is None or entry.status != REMOVED:
             return
-        store.backend.put_entry({**entry, STATUS_KEY: DELETING})
+        store.backend.put_entry(entry.with_status(DELETING))
         store.backend.flush()
         journal.finish(store.backend, doc_id)
         store.backend.flush()

@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rag_core.core.config import Settings
 from rag_core.core.errors import DiskFull, DocChatError, DocumentNotFound, EmbeddingModelMismatch
@@ -36,6 +36,7 @@ from rag_core.store.backends import (
     STATUS_KEY,
     Backend,
     RawPoint,
+    RegistryEntry,
     Scope,
     Search,
     journal,
@@ -74,6 +75,17 @@ EMBED_BATCH = 8
 EMBED_STEP_S = 0.5
 PENDING_GRACE_S = 3600  # server mode: a pending document older than this is a crashed ingest
 OPTIMIZE_AT_OPEN = 20_000  # Edge: build the HNSW index on open when this many points are searched exhaustively
+
+def new_entry(doc_id: str, source: SourceMeta, pages: int | None, chunks: int, owner: str | None,
+              replaces: str | None = None) -> RegistryEntry:
+    """The "pending" registry entry of a document about to be stored (its journal record until it is complete)."""
+    return RegistryEntry(
+        doc_id=doc_id, title=source.title, kind=source.kind, pages=pages, chunks=chunks,
+        added_at=source.added_at or now_iso(), file_name=source.file_name, url=source.url, sha256=source.sha256,
+        revision_id=source.revision_id, lang=source.lang, page_id=source.page_id, owner=owner, flags=(),
+        status=PENDING, started=time.time(), replaces=replaces,
+    )
+
 
 def now_iso() -> str:
     """Current UTC time, ISO-8601, seconds precision."""
@@ -148,8 +160,8 @@ class Store:
                 left = journal.unfinished(self.backend, PENDING_GRACE_S, self._unfinished)
             self._unfinished &= set(left)
             for doc_id, p in left.items():
-                half = "indexed" if p.get(STATUS_KEY) == PENDING else "deleted"
-                log.warning("Removing half-%s document %s (%s)", half, doc_id, p.get("title"))
+                half = "indexed" if p.status == PENDING else "deleted"
+                log.warning("Removing half-%s document %s (%s)", half, doc_id, p.title or None)
                 try:
                     with self._engine("finish removing a document"):
                         journal.finish(self.backend, doc_id)
@@ -182,9 +194,9 @@ class Store:
         """The complete document with this id (visible to `owners`), or None."""
         with self._engine("be read"):
             p = self.backend.get_entry(doc_id)
-        if not p or p.get(STATUS_KEY) != COMPLETE:
+        if not p or p.status != COMPLETE:
             return None
-        if owners is not None and p.get("owner") not in list(owners):
+        if owners is not None and p.owner not in list(owners):
             return None
         return info_from_entry(p)
 
@@ -219,12 +231,7 @@ class Store:
         if vectors is None:
             vectors = self.embed_chunks(chunks, progress)
         dense, sparse = vectors
-        entry: dict[str, Any] = {
-            "doc_id": doc_id, "title": source.title, "kind": source.kind, "pages": pages, "chunks": len(chunks),
-            "added_at": source.added_at or now_iso(), "file_name": source.file_name, "url": source.url,
-            "sha256": source.sha256, "revision_id": source.revision_id, "lang": source.lang,
-            "page_id": source.page_id, "owner": owner, "flags": [], STATUS_KEY: PENDING, "started": time.time(),
-        }
+        entry = new_entry(doc_id, source, pages, len(chunks), owner)
         points = []
         for i, c in enumerate(chunks):
             payload = document_payload(chunk_to_document(c, owner))
@@ -247,7 +254,7 @@ class Store:
                         self.backend.delete_document(doc_id)
                     upsert_batched(self.backend, points, UPSERT_BATCH, progress)
                     self.backend.set_status(doc_id, COMPLETE)
-                    entry[STATUS_KEY] = COMPLETE
+                    entry = entry.with_status(COMPLETE)
                     self.backend.put_entry(entry)
                     self.backend.flush()
             except BaseException as e:
@@ -297,7 +304,7 @@ class Store:
             p = self.backend.get_entry(doc_id)
             if not p:
                 raise DocumentNotFound(doc_id)
-            self.backend.put_entry({**p, "flags": flags})
+            self.backend.put_entry(replace(p, flags=tuple(flags)))
             self.backend.flush()
 
     def delete(self, doc_id: str, owners: Iterable[str | None] | None = None) -> DocumentInfo:
@@ -311,7 +318,7 @@ class Store:
             if info is None or p is None:
                 raise DocumentNotFound(doc_id)
             with self._engine(f"remove “{info.title}”", f"“{info.title}” was not removed"):
-                self.backend.put_entry({**p, STATUS_KEY: DELETING})
+                self.backend.put_entry(p.with_status(DELETING))
                 self.backend.flush()
             try:
                 with self._engine(f"remove “{info.title}”"):
@@ -343,8 +350,8 @@ class Store:
             self.backend.flush()
         return done
 
-    def import_entry(self, entry: dict[str, Any]) -> None:
-        """Write one registry entry as given (the keys add_chunks writes: doc_id, title, ..., status), flushed."""
+    def import_entry(self, entry: RegistryEntry) -> None:
+        """Write one registry entry as given (what add_chunks writes: doc_id, title, ..., status), flushed."""
         with self._lock:
             self.backend.put_entry(entry)
             self.backend.flush()

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -329,8 +330,8 @@ def test_a_removed_document_is_kept_30_days_then_purged(lib, settings, folder):
     assert len(ws.removed_documents()) == 2
     old = next(d for d in ws.removed_documents() if d.file_name == "lighthouse.txt")
     entry = lib.store.backend.get_entry(old.doc_id)
-    assert entry["status"] == REMOVED
-    lib.store.backend.put_entry({**entry, "removed_at": time.time() - REMOVED_KEPT_S - 60})  # removed 30 days ago
+    assert entry is not None and entry.status == REMOVED
+    lib.store.backend.put_entry(replace(entry, removed_at=time.time() - REMOVED_KEPT_S - 60))  # removed 30 days ago
     assert [d.file_name for d in ws.removed_documents()] == ["bees.md"]
     assert lib.store.backend.get_entry(old.doc_id) is None
     assert lib.store.count_chunks() == sum(d.chunks for d in lib.documents()) + ws.removed_documents()[0].chunks
