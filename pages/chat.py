@@ -9,7 +9,7 @@ import streamlit as st
 
 from rag_core.core.errors import ConversationUnreadable, DocChatError, LimitReached
 from rag_core.core.formats import accepted_kinds
-from rag_core.core.models import Step
+from rag_core.core.models import ChatTurn, Role, Step
 from rag_core.service import render
 from rag_core.service.workspace import Conversation, LiveAnswer, Workspace
 from ui import state
@@ -191,9 +191,9 @@ def _conversations_sidebar() -> None:
 
 
 # -- asking ----------------------------------------------------------------------------------------------------
-def _history() -> list[tuple[str, str]]:
-    out = [(t["role"], t["text"]) for t in turns if t.get("text") and not t.get("error") and not t.get("pending")]
-    return out[-HISTORY_TURNS:]
+def _history() -> list[ChatTurn]:
+    out = [t for t in turns if t.get("text") and not t.get("error") and not t.get("pending")][-HISTORY_TURNS:]
+    return [ChatTurn(t["role"], t["text"]) for t in out if t["role"] in tuple(Role)]
 
 
 def _replay() -> None:

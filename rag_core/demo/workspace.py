@@ -5,7 +5,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from rag_core.core.models import DocumentInfo, Passage
+from rag_core.core.models import ChatTurn, DocumentInfo, Passage
 from rag_core.demo.answers import SAMPLE_QUESTIONS, demo_banner, llm_mode, usage_line
 from rag_core.demo.hub import SHARED_OWNER, SessionLibrary
 from rag_core.service.conversations import Conversations, MemoryConversations
@@ -88,7 +88,7 @@ class DemoWorkspace(Workspace):
 
         return self._submit("Wikipedia articles", work, "refresh")
 
-    def answer_stream(self, question: str, history: Sequence[tuple[str, str]] = (),
+    def answer_stream(self, question: str, history: Sequence[ChatTurn] = (),
                       doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:
         """Count the question against the rate limit (LimitReached), then stream an answer."""
         return self.session.start_answer(question, history=history, doc_ids=doc_ids, k=self.settings.top_k,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rag_core.answer.model_server import OllamaStatus, PullProgress
 from rag_core.core.config import Settings
-from rag_core.core.models import Answer, DocumentInfo, Passage, RetrievalTest
+from rag_core.core.models import Answer, ChatTurn, DocumentInfo, Passage, RetrievalTest
 from rag_core.service.conversations import (
     Conversation,
     Conversations,
@@ -174,12 +174,12 @@ class Workspace(LinkedFolders):
         self.queue.forget([j.id for j in self.jobs(job_ids)])
 
     # -- asking ----------------------------------------------------------------------
-    def ask(self, question: str, history: Sequence[tuple[str, str]] = (), doc_ids: Sequence[str] | None = None,
+    def ask(self, question: str, history: Sequence[ChatTurn] = (), doc_ids: Sequence[str] | None = None,
             use_llm: bool = True) -> LiveAnswer:
         """Start answering on a thread: the run reports each step (StageEvent), streams its text, can be stopped."""
         return LiveAnswer(self.answer_stream(question, history, doc_ids, use_llm))
 
-    def answer_stream(self, question: str, history: Sequence[tuple[str, str]] = (),
+    def answer_stream(self, question: str, history: Sequence[ChatTurn] = (),
                       doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:
         """The answer as a stream iterated by the caller (the command line, benchmarks): text, then `answer`."""
         raise NotImplementedError
@@ -329,7 +329,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
 
         return self._submit("Wikipedia articles", work, "refresh")
 
-    def answer_stream(self, question: str, history: Sequence[tuple[str, str]] = (),
+    def answer_stream(self, question: str, history: Sequence[ChatTurn] = (),
                       doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:
         """Stream an answer written by the configured model (or quoted, without one)."""
         from rag_core.answer.generation import start_answer

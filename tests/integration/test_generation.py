@@ -23,6 +23,7 @@ from rag_core.answer.generation.notices import DETAILS_NO_MODEL
 from rag_core.answer.generation.outcome import DETAILS_LENGTH
 from rag_core.core.config import Settings
 from rag_core.core.errors import LLMTimeout, StreamInterrupted
+from rag_core.core.models import ChatTurn, Role
 from rag_core.service.library import Library
 
 pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
@@ -205,8 +206,8 @@ def test_empty_library_says_what_to_do(library, server, llm_settings):
 def test_follow_up_is_rewritten_before_retrieval(docs_library, server, llm_settings):
     standalone = "What do the aphorisms say about namespaces?"
     server.script(Reply(standalone), Reply("Namespaces are one honking great idea [1]."))
-    history = [("user", "Which aphorisms does the text list?"),
-               ("assistant", "It is a list of aphorisms such as 'Beautiful is better than ugly' [1].")]
+    history = [ChatTurn("user", "Which aphorisms does the text list?"),
+               ChatTurn("assistant", "It is a list of aphorisms such as 'Beautiful is better than ugly' [1].")]
     _, ans = _run(gen.start_answer(docs_library, "and what does it say about those?", llm_settings,
                                    history=history))
     rewrite, final = server.chat_requests
@@ -221,17 +222,22 @@ def test_follow_up_is_rewritten_before_retrieval(docs_library, server, llm_setti
 
 
 def test_history_is_bounded_by_its_token_budget():
-    history = [("user", "q" * 300), ("assistant", "a" * 300), ("user", "old " * 10), ("assistant", "b" * 60)]
+    history = [ChatTurn(Role.USER, "q" * 300), ChatTurn(Role.ASSISTANT, "a" * 300), ChatTurn(Role.USER, "old " * 10),
+               ChatTurn(Role.ASSISTANT, "b" * 60)]
     kept = gen.bound_history(history, budget_tokens=130)
     assert kept == history[2:]  # newest turns that fit, oldest dropped first
-    assert sum(gen.estimate_tokens(t) + gen.MESSAGE_OVERHEAD_TOKENS for _, t in kept) <= 130
-    one = gen.bound_history([("assistant", "x" * 3000)], budget_tokens=100)
-    assert len(one) == 1 and gen.estimate_tokens(one[0][1]) + gen.MESSAGE_OVERHEAD_TOKENS <= 100
-    assert gen.bound_history([("system", "ignored"), ("user", "")], 100) == []
+    assert sum(gen.estimate_tokens(t.text) + gen.MESSAGE_OVERHEAD_TOKENS for t in kept) <= 130
+    one = gen.bound_history([ChatTurn("assistant", "x" * 3000)], budget_tokens=100)
+    assert len(one) == 1 and gen.estimate_tokens(one[0].text) + gen.MESSAGE_OVERHEAD_TOKENS <= 100
+    assert one[0].role == Role.ASSISTANT
+    assert gen.bound_history([ChatTurn("user", "")], 100) == []
+    with pytest.raises(ValueError):
+        ChatTurn("system", "ignored")  # type: ignore[arg-type]
 
 
 def test_follow_up_without_a_model_uses_the_previous_question(docs_library, llm_settings):
-    history = [("user", "Which aphorisms does the text list?"), ("assistant", "A list of aphorisms.")]
+    history = [ChatTurn(Role.USER, "Which aphorisms does the text list?"),
+               ChatTurn(Role.ASSISTANT, "A list of aphorisms.")]
     _, ans = _run(gen.start_answer(docs_library, "what does it say about namespaces?", llm_settings,
                                    history=history, use_llm=False))
     assert ans.standalone_question == "Which aphorisms does the text list? what does it say about namespaces?"
@@ -301,7 +307,8 @@ def test_missing_model_falls_back_with_pull_advice(docs_library, server, llm_set
 def test_follow_up_with_ollama_down_does_not_wait_twice(docs_library, llm_settings):
     down = llm_settings.with_overrides(ollama_host=f"http://127.0.0.1:{_closed_port()}")
     _, ans = _run(gen.start_answer(docs_library, "and what about namespaces?", down,
-                                   history=[("user", "Which is better, flat or nested?"), ("assistant", "Flat.")]))
+                                   history=[ChatTurn(Role.USER, "Which is better, flat or nested?"),
+                                            ChatTurn(Role.ASSISTANT, "Flat.")]))
     assert ans.mode == "quotes" and "ollama serve" in ans.extra["details"]
     assert ans.standalone_question.startswith("Which is better, flat or nested?")
 
@@ -651,7 +658,8 @@ def test_any_langchain_chat_model_writes_a_cited_answer(docs_library, server, no
 def test_a_chat_model_rewrites_follow_ups_and_reports_its_length_limit(docs_library, server, no_ollama):
     standalone = "What do the aphorisms say about namespaces?"
     model = CutOffChatModel(messages=iter([standalone, "Namespaces are one honking great idea [1] and"]))
-    history = [("user", "Which aphorisms does the text list?"), ("assistant", "A list of aphorisms [1].")]
+    history = [ChatTurn(Role.USER, "Which aphorisms does the text list?"),
+               ChatTurn(Role.ASSISTANT, "A list of aphorisms [1].")]
     _, ans = _run(gen.start_answer(docs_library, "and what does it say about those?", no_ollama, history=history,
                                    chat_model=model))
     rewrite, final = model.calls

@@ -52,7 +52,7 @@ from rag_core.answer.language import with_language_notice
 from rag_core.answer.retrieval import embed_queries, phrase_in_library, retrieve_scored
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, LLMError
-from rag_core.core.models import Answer, AnswerMode, Passage, StageEvent, Step
+from rag_core.core.models import Answer, AnswerMode, ChatTurn, Passage, StageEvent, Step
 from rag_core.core.text import is_refusal
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,7 +70,7 @@ class AnswerStream:
     (DOCCHAT_OLLAMA_MODEL), or are extractive when none is configured or `use_llm` is False."""
 
     def __init__(self, library: Library, question: str, settings: Settings,
-                 history: Iterable[tuple[str, str]] = (), doc_ids: list[str] | None = None,
+                 history: Iterable[ChatTurn] = (), doc_ids: list[str] | None = None,
                  owners: list[str | None] | None = None, use_llm: bool = True, k: int | None = None,
                  chat_model: BaseChatModel | None = None) -> None:
         self.library = library
@@ -384,7 +384,7 @@ class AnswerStream:
                      **common)
 
 
-def start_answer(library: Library, question: str, settings: Settings, history: Sequence[tuple[str, str]] = (),
+def start_answer(library: Library, question: str, settings: Settings, history: Sequence[ChatTurn] = (),
                  doc_ids: list[str] | None = None, owners: list[str | None] | None = None,
                  use_llm: bool = True, k: int | None = None, chat_model: BaseChatModel | None = None) -> AnswerStream:
     """Rewrite follow-ups, retrieve, then stream an answer from `chat_model` (default: per the settings) or quotes."""
