@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rag_core.answer.retrieval import DEFAULT_METHOD, METHODS, QueryVectors, embed_queries, retrieve
 from rag_core.core.config import Settings
-from rag_core.core.models import Document, Passage, Progress, Section, SourceMeta
+from rag_core.core.models import DocKind, Document, Passage, Progress, Section, SourceMeta
 from rag_core.store.embeddings import LEXICAL_VERSION
 
 log = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ def _file_sha(path: Path) -> str:
 
 def _document(doc_id: str, title: str, text: str, file_name: str) -> Document:
     return Document(doc_id=doc_id, text=text, sections=(Section((), 0, len(text)),),
-                    source=SourceMeta(file_name=file_name, title=title, kind="txt", sha256=_sha(text)))
+                    source=SourceMeta(file_name=file_name, title=title, kind=DocKind.TXT.value, sha256=_sha(text)))
 
 
 def load_pubmedqa(path: Path = DATASET_FILES["pubmedqa"]) -> Dataset:

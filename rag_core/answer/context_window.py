@@ -22,13 +22,13 @@ from typing import Any
 import httpx
 
 from rag_core.answer.server_status import CONNECT_TIMEOUT_S, STATUS_TIMEOUT_S
-from rag_core.core.config import Settings
+from rag_core.core.config import Provider, Settings
 
 log = logging.getLogger(__name__)
 
 WINDOW_TTL_S = 60.0  # how long a learnt window is trusted before the server is asked again
 MIN_WINDOW = 512  # below this a reported size is not believed (a broken answer); DocChat keeps its own ceiling
-OPENAI, OLLAMA = "openai", "ollama"
+OPENAI, OLLAMA = Provider.OPENAI, Provider.OLLAMA
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import ollama
 
 from rag_core.answer.context_window import size_refusal
 from rag_core.answer.server_status import CONNECT_TIMEOUT_S, STATUS_TIMEOUT_S, OllamaStatus, unreachable
-from rag_core.core.config import Settings
+from rag_core.core.config import Provider, Settings
 from rag_core.core.errors import (
     ContextTooSmall,
     LLMError,
@@ -50,7 +50,7 @@ def translate_error(exc: BaseException, settings: Settings, model: str | None = 
     """Map a transport or model-server error to the user-facing LLMError that says what to do."""
     if isinstance(exc, LLMError):
         return exc
-    if settings.chat_provider == "openai":
+    if settings.chat_provider == Provider.OPENAI:
         from rag_core.answer.openai_compat import translate_openai_error
 
         return translate_openai_error(exc, settings, model)
@@ -76,7 +76,7 @@ def translate_error(exc: BaseException, settings: Settings, model: str | None = 
 
 def model_status(settings: Settings) -> OllamaStatus:
     """Whether the chat model's server answers and which models it has (never raises)."""
-    if settings.chat_provider == "openai":
+    if settings.chat_provider == Provider.OPENAI:
         from rag_core.answer.openai_compat import openai_status
 
         return openai_status(settings)

@@ -14,7 +14,7 @@ import openai
 
 from rag_core.answer.context_window import size_refusal
 from rag_core.answer.server_status import CONNECT_TIMEOUT_S, STATUS_TIMEOUT_S, OllamaStatus, unreachable
-from rag_core.core.config import Settings
+from rag_core.core.config import Provider, Settings
 from rag_core.core.errors import (
     ContextTooSmall,
     LLMError,
@@ -112,7 +112,7 @@ def openai_status(settings: Settings) -> OllamaStatus:
     except (json.JSONDecodeError, TypeError, KeyError) as e:  # a web page, or JSON of another kind
         log.info("Model server status at %s: not the API's JSON (%s)", host, e)
         return unreachable(WrongServer(host, "openai", "a page that is not a model list"), "openai")
-    return OllamaStatus(reachable=True, models=models, provider="openai")
+    return OllamaStatus(reachable=True, models=models, provider=Provider.OPENAI)
 
 
 LISTING_TTL_S = 10.0  # how long a server's model list is trusted before an answer asks for it again

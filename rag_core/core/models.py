@@ -81,6 +81,13 @@ class Step(StrEnum):
     FAILED = "failed"
 
 
+class Provider(StrEnum):
+    """Who serves the chat model: the prefix of DOCCHAT_CHAT_MODEL ("ollama:llama3.2:3b")."""
+
+    OLLAMA = "ollama"
+    OPENAI = "openai"  # any OpenAI-compatible server (OPENAI_BASE_URL)
+
+
 class Role(StrEnum):
     """Who said a turn of a conversation (the strings conversation files hold)."""
 

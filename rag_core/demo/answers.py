@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from rag_core.answer.generation import AnswerStream
-from rag_core.core.config import Settings
+from rag_core.core.config import Provider, Settings
 from rag_core.core.errors import DemoTrouble, DocChatError
 from rag_core.core.models import Answer, AnswerMode, Passage, StageEvent
 from rag_core.core.text import plural
@@ -39,7 +39,7 @@ _SERVER_HINTS = ("OLLAMA", "OPENAI_", "DOCCHAT_", "ollama serve", "ollama pull",
 def llm_mode(settings: Settings) -> str:
     """"remote" when the demo has a model server with an API key (Ollama, or an OpenAI-compatible one through
     DOCCHAT_CHAT_MODEL=openai:…), else "extractive" (answers quote the documents)."""
-    key = settings.openai_api_key if settings.chat_provider == "openai" else settings.ollama_api_key
+    key = settings.openai_api_key if settings.chat_provider == Provider.OPENAI else settings.ollama_api_key
     return "remote" if key and settings.chat_host and settings.chat_model_name else "extractive"
 
 

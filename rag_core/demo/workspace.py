@@ -9,7 +9,7 @@ from rag_core.core.models import ChatTurn, DocumentInfo, Passage
 from rag_core.demo.answers import SAMPLE_QUESTIONS, demo_banner, llm_mode, usage_line
 from rag_core.demo.hub import SHARED_OWNER, SessionLibrary
 from rag_core.service.conversations import Conversations, MemoryConversations
-from rag_core.service.jobs import IngestQueue
+from rag_core.service.jobs import IngestQueue, JobKind
 from rag_core.service.workspace import AnswerStreamLike, Limits, Workspace
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class DemoWorkspace(Workspace):
     def add_file(self, data: bytes, file_name: str) -> str:
         """Check and reserve room now (LimitReached at once), then queue the file."""
         work = self.session.upload_work(data, file_name)
-        return self._submit(file_name, work, "file")
+        return self._submit(file_name, work, JobKind.FILE)
 
     def import_wikipedia(self, title: str, lang: str = "en") -> str:
         """Check room now (LimitReached at once), then queue the import."""
@@ -77,7 +77,7 @@ class DemoWorkspace(Workspace):
         def work(progress: Any) -> Any:
             return session.import_wikipedia(title, lang, progress)
 
-        return self._submit(f"{title} (Wikipedia)", work, "wikipedia")
+        return self._submit(f"{title} (Wikipedia)", work, JobKind.WIKIPEDIA)
 
     def refresh_wikipedia(self) -> str:
         """Queue a check of this visitor's own articles (never the samples)."""
@@ -86,7 +86,7 @@ class DemoWorkspace(Workspace):
         def work(progress: Any) -> Any:
             return session.refresh_wikipedia(progress)
 
-        return self._submit("Wikipedia articles", work, "refresh")
+        return self._submit("Wikipedia articles", work, JobKind.REFRESH)
 
     def answer_stream(self, question: str, history: Sequence[ChatTurn] = (),
                       doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:

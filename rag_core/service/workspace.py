@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rag_core.answer.model_server import OllamaStatus, PullProgress
-from rag_core.core.config import Settings
-from rag_core.core.models import Answer, ChatTurn, DocumentInfo, Passage, RetrievalTest
+from rag_core.core.config import Provider, Settings
+from rag_core.core.models import Answer, ChatTurn, DocKind, DocumentInfo, Passage, RetrievalTest
 from rag_core.service.conversations import (
     Conversation,
     Conversations,
@@ -31,7 +31,7 @@ from rag_core.service.conversations import (
 from rag_core.service.folder_sync import Bucket, FileChange, FolderDiff
 from rag_core.service.folder_watch import FolderCheck
 from rag_core.service.folder_workspace import Applied, LinkedFolders, LocalLinkedFolders
-from rag_core.service.jobs import IngestQueue, JobView, Work
+from rag_core.service.jobs import IngestQueue, JobKind, JobView, Work
 from rag_core.service.linked_folders import LinkedFolder
 from rag_core.service.live import LiveAnswer
 from rag_core.service.preferences import SETTING_CHOICES, FilePreferences, MemoryPreferences, Preferences
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Applied", "Bucket", "Conversation", "FileChange", "FolderCheck", "FolderDiff", "JobView", "Limits",
+__all__ = ["Applied", "Bucket", "Conversation", "FileChange", "FolderCheck", "FolderDiff", "JobKind", "JobView", "Limits",
            "LinkedFolder", "Listing", "LiveAnswer", "LocalWorkspace", "OllamaStatus", "PullProgress", "RefreshReport",
            "WikiImportResult", "Workspace"]
 
@@ -109,7 +109,7 @@ class Workspace(LinkedFolders):
 
     def has_own_articles(self, docs: Iterable[DocumentInfo]) -> bool:
         """True when some of `docs` are Wikipedia articles this person imported (and may check for updates)."""
-        return any(d.kind == "wikipedia" and not self.is_read_only(d) for d in docs)
+        return any(d.kind == DocKind.WIKIPEDIA and not self.is_read_only(d) for d in docs)
 
     def delete(self, doc_id: str) -> DocumentInfo:
         """Delete one document with its chunks and saved original (SampleReadOnly / DocumentNotFound)."""
@@ -132,7 +132,7 @@ class Workspace(LinkedFolders):
         return Limits(self.settings.max_upload_mb)
 
     # -- adding (in the background queue) -------------------------------------------
-    def _submit(self, label: str, work: Work, kind: str) -> str:
+    def _submit(self, label: str, work: Work, kind: JobKind) -> str:
         return self.queue.submit(label, work, owner=self.owner, kind=kind)
 
     def add_file(self, data: bytes, file_name: str) -> str:
@@ -258,8 +258,8 @@ class Workspace(LinkedFolders):
         if not model:
             return "warn", "No model is chosen yet, so answers quote your documents directly. Pick one in Settings."
         if not status.has_model(model):
-            where = "installed in Ollama yet" if status.provider == "ollama" else "offered by the model server"
-            fix = ("You can download it in Settings." if status.provider == "ollama"
+            where = "installed in Ollama yet" if status.provider == Provider.OLLAMA else "offered by the model server"
+            fix = ("You can download it in Settings." if status.provider == Provider.OLLAMA
                    else "Pick one of its models in Settings.")
             return "warn", f"The model “{model}” is not {where}, so answers quote your documents directly. {fix}"
         return "ok", f"Answers are written by {model} from your documents, with sources beside each reply."
@@ -305,7 +305,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
         def work(progress: Any) -> Any:
             return library.ingest_bytes(data, file_name, progress=progress)
 
-        return self._submit(file_name, work, "file")
+        return self._submit(file_name, work, JobKind.FILE)
 
     def import_wikipedia(self, title: str, lang: str = "en") -> str:
         """Queue one article import."""
@@ -316,7 +316,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
         def work(progress: Any) -> Any:
             return import_article(library, settings, title, lang=lang, progress=progress)
 
-        return self._submit(f"{title} (Wikipedia)", work, "wikipedia")
+        return self._submit(f"{title} (Wikipedia)", work, JobKind.WIKIPEDIA)
 
     def refresh_wikipedia(self) -> str:
         """Queue a check of every imported article."""
@@ -327,7 +327,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
         def work(progress: Any) -> Any:
             return refresh(library, settings, progress=progress)
 
-        return self._submit("Wikipedia articles", work, "refresh")
+        return self._submit("Wikipedia articles", work, JobKind.REFRESH)
 
     def answer_stream(self, question: str, history: Sequence[ChatTurn] = (),
                       doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:

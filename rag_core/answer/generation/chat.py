@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rag_core.answer.model_server import CONNECT_TIMEOUT_S, client_kwargs, translate_error
-from rag_core.core.config import Settings
+from rag_core.core.config import Provider, Settings
 from rag_core.core.errors import LLMError, OllamaFailed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,11 +23,11 @@ MODEL_FAILED = ("The language model ({name}) reported a problem ({error}). Try a
                 "how the model is set up.")
 STOP, LENGTH = "stop", "length"
 _LENGTH_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})  # OpenAI, Anthropic, Google spellings
-OLLAMA, OPENAI = "ollama", "openai"  # the providers DOCCHAT_CHAT_MODEL may name
+OLLAMA, OPENAI = Provider.OLLAMA, Provider.OPENAI  # the providers DOCCHAT_CHAT_MODEL may name
 
 
 @functools.lru_cache(maxsize=8)
-def _init_chat_model(provider: str, host: str, model: str, api_key: str | None, timeout: float) -> BaseChatModel:
+def _init_chat_model(provider: Provider, host: str, model: str, api_key: str | None, timeout: float) -> BaseChatModel:
     """One chat model per connection, from LangChain's init_chat_model (building one costs ~40 ms of httpx/SSL
     setup, so it is reused); no retries, so a server that is down is said at once, as for Ollama."""
     from langchain.chat_models import init_chat_model
@@ -72,7 +72,7 @@ class ChatBackend:
     model: BaseChatModel
     name: str  # for messages and logs
     settings: Settings
-    provider: str | None = None
+    provider: Provider | None = None
 
     @property
     def ollama(self) -> bool:
