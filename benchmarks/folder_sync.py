@@ -132,7 +132,7 @@ def main() -> None:
     p.add_argument("--files", type=int, default=10_000, help="unchanged files to compare (default 10000)")
     p.add_argument("--changed", type=int, default=100, help="changed files to apply (default 100)")
     args = p.parse_args()
-    embedder = Embedder(Settings().embedding_model)
+    embedder = Embedder(Settings().library.embedding_model)
     embedder.encode(["warm up the model"])
     with tempfile.TemporaryDirectory(prefix="docchat-sync-bench-") as tmp:
         out = {"diff": diff_unchanged(Path(tmp), args.files, embedder),

@@ -354,8 +354,8 @@ if ws.hint and not turns:
 elif docs:
     with guarded("the model status line"):
         cfg = ws.settings
-        line = _model_line(ws, (cfg.chat_provider, cfg.chat_host, cfg.chat_model_name, cfg.ollama_api_key,
-                                cfg.openai_api_key, ws.model_choice), prefs["use_llm"])
+        line = _model_line(ws, (cfg.chat_provider, cfg.chat_host, cfg.chat_model_name, cfg.llm.ollama_api_key,
+                                cfg.llm.openai_api_key, ws.model_choice), prefs["use_llm"])
         if line is not None:
             kind, text = line
             st.caption((":material/check_circle: " if kind == "ok" else ":material/info: ")

@@ -26,7 +26,7 @@ st.caption(f"Changes here last {ws.settings_lifetime}.")
 
 def _set_host() -> None:
     value = (st.session_state.get("set_host") or "").strip()
-    ui_state.set_override("ollama_host", value if value and value != base.ollama_host else None)
+    ui_state.set_override("ollama_host", value if value and value != base.llm.ollama_host else None)
 
 
 PROVIDERS = {Provider.OLLAMA: "Ollama", Provider.OPENAI: "Another model server (OpenAI-compatible)"}
@@ -61,7 +61,7 @@ def _set_provider() -> None:
     if provider == base.chat_provider:
         _choose(provider, base.chat_model_name)
     elif provider == Provider.OLLAMA:
-        _choose(Provider.OLLAMA, settings.ollama_model)
+        _choose(Provider.OLLAMA, settings.llm.ollama_model)
     else:
         _choose(Provider.OPENAI, "")  # the person picks one of the server's models next
     for key in ("set_model", "set_server_model"):
@@ -70,12 +70,12 @@ def _set_provider() -> None:
 
 def _base_ollama_model() -> str:
     """The Ollama model the settings name (DOCCHAT_CHAT_MODEL=ollama:…, else DOCCHAT_OLLAMA_MODEL)."""
-    return base.chat_model_name if base.chat_provider == Provider.OLLAMA else base.ollama_model
+    return base.chat_model_name if base.chat_provider == Provider.OLLAMA else base.llm.ollama_model
 
 
 def _set_base_url() -> None:
     value = (st.session_state.get("set_base_url") or "").strip().rstrip("/")
-    ui_state.set_override("openai_base_url", value if value and value != base.openai_base_url else None)
+    ui_state.set_override("openai_base_url", value if value and value != base.llm.openai_base_url else None)
 
 
 def _set_use_llm() -> None:
@@ -116,7 +116,7 @@ def _local_model_section() -> None:
 
 def _server_section() -> None:
     """An OpenAI-compatible server: address, reachability, and the choice among its models."""
-    st.text_input("Server address", value=settings.openai_base_url or "", key="set_base_url",
+    st.text_input("Server address", value=settings.llm.openai_base_url or "", key="set_base_url",
                   on_change=_set_base_url, placeholder="http://localhost:1234/v1",
                   help=f"The address of the server's OpenAI-compatible API, usually ending in /v1 ({SERVER_EXAMPLES}). "
                        "Empty: OpenAI's own service.")
@@ -152,7 +152,7 @@ def _server_section() -> None:
 
 def _ollama_section() -> None:
     """Ollama: address, reachability, model choice and download."""
-    st.text_input("Ollama address", value=settings.ollama_host, key="set_host", on_change=_set_host,
+    st.text_input("Ollama address", value=settings.llm.ollama_host, key="set_host", on_change=_set_host,
                   help="Where Ollama runs. The usual address on your own computer is http://localhost:11434.")
 
     with st.spinner("Checking Ollama…"):
@@ -240,8 +240,8 @@ st.subheader("Answers")
 
 
 def _set_k() -> None:
-    value = int(st.session_state.get("set_k") or base.top_k)
-    ui_state.set_override("top_k", None if value == base.top_k else value)
+    value = int(st.session_state.get("set_k") or base.retrieval.top_k)
+    ui_state.set_override("top_k", None if value == base.retrieval.top_k else value)
 
 
 def _set_scope() -> None:
@@ -250,7 +250,7 @@ def _set_scope() -> None:
 
 
 with guarded("the answer settings"):
-    st.slider("Passages to read for each question", min_value=1, max_value=15, value=settings.top_k, key="set_k",
+    st.slider("Passages to read for each question", min_value=1, max_value=15, value=settings.retrieval.top_k, key="set_k",
               on_change=_set_k, help="More passages give the model more to work with, but answers take longer.")
     st.radio("By default, answer from", ["all", "pick"], index=0 if prefs["scope_default"] == "all" else 1,
              key="set_scope", on_change=_set_scope, horizontal=True,

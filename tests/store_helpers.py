@@ -35,8 +35,8 @@ def open_store_for(kind: str, settings: Settings, embedder: Embedder) -> Store:
         return open_store(settings, embedder)
     if kind != "server":
         raise ValueError(kind)
-    client = QdrantClient(path=str(settings.data_dir / SERVER_FOLDER))
-    return Store(ClientBackend(client, settings.collection), settings, embedder)
+    client = QdrantClient(path=str(settings.library.data_dir / SERVER_FOLDER))
+    return Store(ClientBackend(client, settings.library.collection), settings, embedder)
 
 
 def open_library(kind: str, settings: Settings, embedder: Embedder) -> Library:
@@ -119,7 +119,7 @@ def open_bare_backend(kind: str, data_dir: str) -> Backend:
     settings = Settings(data_dir=Path(data_dir))
     if kind == "edge":
         return EdgeBackend(edge_path(settings))
-    return ClientBackend(QdrantClient(path=str(settings.data_dir / SERVER_FOLDER)), settings.collection)
+    return ClientBackend(QdrantClient(path=str(settings.library.data_dir / SERVER_FOLDER)), settings.library.collection)
 
 
 def raw_state(backend: Backend) -> dict[str, tuple[str, int, int]]:

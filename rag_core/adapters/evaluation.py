@@ -172,7 +172,7 @@ def limit_dataset(ds: Dataset, limit: int | None) -> Dataset:
 # -- ingestion (cached) ------------------------------------------------------------------------------
 def cache_settings(ds: Dataset, base: Settings, cache_dir: Path) -> Settings:
     """Settings for the dataset's own cached library: a fresh collection keyed by everything that shapes its vectors."""
-    key = _sha("|".join([ds.name, ds.fingerprint, base.embedding_model, str(base.chunk_tokens), LEXICAL_VERSION,
+    key = _sha("|".join([ds.name, ds.fingerprint, base.library.embedding_model, str(base.ingest.chunk_tokens), LEXICAL_VERSION,
                          str(len(ds.documents))]))[:12]
     return base.with_overrides(data_dir=cache_dir / f"{ds.name}-{key}", qdrant_url=None, collection=f"eval_{ds.name}")
 

@@ -110,7 +110,7 @@ class DemoHub:
     def cleanup_idle(self) -> list[str]:
         """Delete the documents of sessions idle longer than the limit, and of owners no live session holds
         (left over from a previous run) once their newest document is older than the limit; returns the owners."""
-        limit_s = self.settings.demo_session_idle_minutes * 60
+        limit_s = self.settings.demo.session_idle_minutes * 60
         now = self.clock()
         expired, live = self.ledger.expire(limit_s)
         newest: dict[str, float] = {}

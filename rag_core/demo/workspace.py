@@ -61,7 +61,7 @@ class DemoWorkspace(Workspace):
     def limits(self) -> Limits:
         """The demo's per-file limit and this visitor's quota use (and their network's, when other sessions from
         the same address hold documents too)."""
-        per_file = min(self.settings.max_upload_mb, self.settings.demo_max_file_mb)
+        per_file = min(self.settings.ingest.max_upload_mb, self.settings.demo.max_file_mb)
         return Limits(per_file, usage_line(self.session.usage(), per_file))
 
     def add_file(self, data: bytes, file_name: str) -> str:
@@ -91,7 +91,7 @@ class DemoWorkspace(Workspace):
     def answer_stream(self, question: str, history: Sequence[ChatTurn] = (),
                       doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:
         """Count the question against the rate limit (LimitReached), then stream an answer."""
-        return self.session.start_answer(question, history=history, doc_ids=doc_ids, k=self.settings.top_k,
+        return self.session.start_answer(question, history=history, doc_ids=doc_ids, k=self.settings.retrieval.top_k,
                                          use_llm=use_llm)
 
     def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Passage]:

@@ -25,7 +25,7 @@ KINDS_KEPT = (DocKind.PDF, DocKind.IMAGE)  # the kinds whose pages are drawn: PD
 
 def originals_dir(settings: Settings) -> Path:
     """The folder that holds the private copies."""
-    return settings.data_dir / "originals"
+    return settings.library.data_dir / "originals"
 
 
 def original_path(settings: Settings, doc_id: str) -> Path:

@@ -116,7 +116,7 @@ class IngestQueue:
         self.keep_per_owner = keep_per_owner
         self.keep_for_s = keep_for_s
         self.clock = clock
-        self.workers = workers or library.settings.ingest_workers
+        self.workers = workers or library.settings.ingest.workers
         self._jobs: dict[str, JobView] = {}
         self._work: dict[str, Work] = {}
         self._cancel: dict[str, threading.Event] = {}  # job id -> set when Stop was pressed (queued and running)

@@ -129,7 +129,7 @@ class Workspace(LinkedFolders):
 
     def limits(self) -> Limits:
         """The largest file accepted and, in the demo, how much of the quota is used."""
-        return Limits(self.settings.max_upload_mb)
+        return Limits(self.settings.ingest.max_upload_mb)
 
     # -- adding (in the background queue) -------------------------------------------
     def _submit(self, label: str, work: Work, kind: JobKind) -> str:
@@ -230,12 +230,12 @@ class Workspace(LinkedFolders):
         from rag_core.answer.retrieval import level_bounds
 
         question = " ".join(question.split())
-        low_below, high_from = level_bounds(self.settings.min_relevance)
+        low_below, high_from = level_bounds(self.settings.retrieval.min_relevance)
         if not question:
             return RetrievalTest(question, message=TEST_NO_QUESTION, low_below=low_below, high_from=high_from)
         if not self.documents():
             return RetrievalTest(question, message=TEST_EMPTY_LIBRARY, low_below=low_below, high_from=high_from)
-        found = tuple(self._test_search(question, self.settings.top_k))
+        found = tuple(self._test_search(question, self.settings.retrieval.top_k))
         return RetrievalTest(question, found, None if found else TEST_NOTHING_FOUND, low_below, high_from)
 
     def _test_search(self, question: str, k: int) -> list[Passage]:
@@ -276,7 +276,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
     def __init__(self, library: Library, queue: IngestQueue, settings: Settings | None = None) -> None:
         super().__init__(settings or library.settings, queue, owner=None)
         self.library = library
-        self.conversations = FileConversations(library.settings.data_dir / "conversations")
+        self.conversations = FileConversations(library.settings.library.data_dir / "conversations")
 
     def preferences(self) -> Preferences:
         """The Settings page's choices, saved in the data dir."""
@@ -336,7 +336,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
 
         return start_answer(self.library, question, self.settings, history=history,
                             doc_ids=None if doc_ids is None else list(doc_ids), use_llm=use_llm,
-                            k=self.settings.top_k)
+                            k=self.settings.retrieval.top_k)
 
     def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Passage]:
         """Top-k passages from the whole library (or the chosen documents)."""

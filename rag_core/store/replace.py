@@ -33,7 +33,7 @@ from rag_core.store.backends import (
     upsert_batched,
 )
 from rag_core.store.backends.layout import chunk_to_document, document_payload, info_from_entry
-from rag_core.store.vector_store import UPSERT_BATCH, Store, new_entry
+from rag_core.store.vector_store import UPSERT_BATCH, Store, now_iso
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,8 @@ def replace_document(store: Store, old_id: str, source: SourceMeta, chunks: list
     if old is None or old.status != COMPLETE or old_id == doc_id:
         return store.add_chunks(source, chunks, pages, progress=progress, vectors=vectors)
     dense, sparse = vectors
-    entry = new_entry(doc_id, source, pages, len(chunks), old.owner, replaces=old_id)
+    entry = RegistryEntry.pending(doc_id, source, pages, len(chunks), old.owner, source.added_at or now_iso(),
+                                  replaces=old_id)
     points = []
     for i, c in enumerate(chunks):
         payload = document_payload(chunk_to_document(c, old.owner))

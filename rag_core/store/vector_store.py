@@ -76,17 +76,6 @@ EMBED_STEP_S = 0.5
 PENDING_GRACE_S = 3600  # server mode: a pending document older than this is a crashed ingest
 OPTIMIZE_AT_OPEN = 20_000  # Edge: build the HNSW index on open when this many points are searched exhaustively
 
-def new_entry(doc_id: str, source: SourceMeta, pages: int | None, chunks: int, owner: str | None,
-              replaces: str | None = None) -> RegistryEntry:
-    """The "pending" registry entry of a document about to be stored (its journal record until it is complete)."""
-    return RegistryEntry(
-        doc_id=doc_id, title=source.title, kind=source.kind, pages=pages, chunks=chunks,
-        added_at=source.added_at or now_iso(), file_name=source.file_name, url=source.url, sha256=source.sha256,
-        revision_id=source.revision_id, lang=source.lang, page_id=source.page_id, owner=owner, flags=(),
-        status=PENDING, started=time.time(), replaces=replaces,
-    )
-
-
 def now_iso() -> str:
     """Current UTC time, ISO-8601, seconds precision."""
     return datetime.now(UTC).replace(microsecond=0).isoformat()
@@ -105,7 +94,7 @@ class Store:
         self.backend = backend
         self.settings = settings
         self.embedder = embedder
-        self.collection = settings.collection
+        self.collection = settings.library.collection
         self._lock = threading.RLock()  # writes only: add/delete are multi-step sequences
         self._unfinished: set[str] = set()  # adds / deletes not finished or undone (a full disk): retried on writes
         self.gate = SwapGate()  # searches share it; replacing a changed file's passages holds it alone (store.replace)
@@ -231,7 +220,7 @@ class Store:
         if vectors is None:
             vectors = self.embed_chunks(chunks, progress)
         dense, sparse = vectors
-        entry = new_entry(doc_id, source, pages, len(chunks), owner)
+        entry = RegistryEntry.pending(doc_id, source, pages, len(chunks), owner, source.added_at or now_iso())
         points = []
         for i, c in enumerate(chunks):
             payload = document_payload(chunk_to_document(c, owner))

@@ -248,7 +248,7 @@ class FailingQdrant(ThreadedServer):
 def test_server_failures_are_sentences_and_a_full_server_disk_says_so(settings, tmp_path):
     """A store whose Qdrant server fails every request: reads are one sentence; a server reporting a full disk makes
     an add say so (its roll-back is retried later); a server that stopped is "could not be reached"."""
-    store = open_bare_store("server", str(settings.data_dir))
+    store = open_bare_store("server", str(settings.library.data_dir))
     add_synthetic(store, OTHER, 12, seed=1)
     store.backend.client.close()  # from here on the store talks to a failing server
     with FailingQdrant() as server:

@@ -164,7 +164,7 @@ def test_vanished_folder_is_one_sentence_and_changes_nothing(lib, settings, fold
 def test_a_search_during_a_replacement_sees_one_version(settings):
     """Searches run in a loop while a 40-passage document is replaced 6 times: each sees the old version or the
     new one, never both or neither; and the two status changes happen with the gate held alone."""
-    store = open_bare_store("edge", str(settings.data_dir))
+    store = open_bare_store("edge", str(settings.library.data_dir))
     try:
         src, chunks, vectors = synthetic_document(store, "v0", 40, seed=0)
         store.add_chunks(src, chunks, None, vectors=vectors)
@@ -341,7 +341,7 @@ def test_a_removed_document_is_kept_30_days_then_purged(lib, settings, folder):
 def test_a_failed_replacement_leaves_the_old_version_searchable(settings, fail_at):
     from rag_core.core.errors import DiskFull
 
-    store = open_bare_store("edge", str(settings.data_dir))
+    store = open_bare_store("edge", str(settings.library.data_dir))
     try:
         src, chunks, vectors = synthetic_document(store, "old", 6, seed=1)
         store.add_chunks(src, chunks, None, vectors=vectors)

@@ -81,8 +81,8 @@ def test_streams_answer_with_numbered_sources_and_citations(docs_library, server
     zen = ans.citations[0].passage.chunk
     assert zen.source.file_name == "docx_headings_toc.docx"
     assert "Beautiful is better than ugly." in zen.text
-    assert len(ans.passages) == llm_settings.top_k and ans.context_passages == llm_settings.top_k
-    assert ans.relevance is not None and ans.relevance >= llm_settings.min_relevance
+    assert len(ans.passages) == llm_settings.retrieval.top_k and ans.context_passages == llm_settings.retrieval.top_k
+    assert ans.relevance is not None and ans.relevance >= llm_settings.retrieval.min_relevance
 
     (req,) = server.chat_requests
     assert req["model"] == MODEL and req["stream"] is True
@@ -99,10 +99,10 @@ def test_streams_answer_with_numbered_sources_and_citations(docs_library, server
     assert user["content"].rstrip().endswith("citing them as [n].")
     assert f"Question: {ZEN_Q}" in user["content"]
     opts = req["options"]
-    assert opts["temperature"] == llm_settings.temperature
-    assert opts["num_predict"] == llm_settings.answer_tokens
-    need = gen.estimate_tokens(system["content"]) + gen.estimate_tokens(user["content"]) + llm_settings.answer_tokens
-    assert need <= opts["num_ctx"] <= llm_settings.max_context_tokens
+    assert opts["temperature"] == llm_settings.llm.temperature
+    assert opts["num_predict"] == llm_settings.answer.answer_tokens
+    need = gen.estimate_tokens(system["content"]) + gen.estimate_tokens(user["content"]) + llm_settings.answer.answer_tokens
+    assert need <= opts["num_ctx"] <= llm_settings.answer.max_context_tokens
     assert opts["num_ctx"] == gen.NUM_CTX_MIN  # small prompt: the stable default size
     assert ans.extra["timings"]["first_token"] > 0
 
@@ -180,7 +180,7 @@ def test_irrelevant_question_is_answered_honestly_without_calling_the_model(docs
     assert ans.mode == "not_found" and ans.citations == ()
     assert "".join(deltas) == ans.text == gen.NOT_FOUND_REPLY
     assert ans.notice == gen.NOTICE_NOT_RELEVANT
-    assert ans.relevance < llm_settings.min_relevance
+    assert ans.relevance < llm_settings.retrieval.min_relevance
     assert server.chat_requests == []  # no invented answer: the model was not even asked
 
 
@@ -291,7 +291,7 @@ def test_ollama_down_falls_back_to_extractive_with_reason_and_fix(docs_library, 
     assert "quoted from your documents" in ans.notice  # what the reply is, in plain words ...
     assert "Ollama" not in ans.notice and "extractive" not in ans.notice  # no word a new user never heard of ...
     assert "ollama serve" not in ans.notice and "127.0.0.1" not in ans.notice  # a sentence for people ...
-    assert "ollama serve" in ans.extra["details"] and down.ollama_host in ans.extra["details"]  # ... details apart
+    assert "ollama serve" in ans.extra["details"] and down.llm.ollama_host in ans.extra["details"]  # ... details apart
     assert "Beautiful is better than ugly" in ans.text and ans.citations
 
 
@@ -364,7 +364,7 @@ def test_length_limit_keeps_only_the_backed_sentences(docs_library, server, llm_
     assert ans.incomplete and ans.mode == "model" and ans.extra["ended"] == "length"
     assert ans.notice == f"{gen.NOTICE_LENGTH} {gen.NOTICE_LEFT_OUT_ONE}"
     details = ans.extra["details"]
-    assert details.startswith(DETAILS_LENGTH.format(n=llm_settings.answer_tokens))
+    assert details.startswith(DETAILS_LENGTH.format(n=llm_settings.answer.answer_tokens))
     assert "Queen Victoria" in details and "Queen Victoria" not in ans.text
     assert [s.status for s in ans.sentences] == ["verified", "verified"]
     assert [(c.n, c.status) for c in ans.citations] == [(1, "verified")]
@@ -431,7 +431,7 @@ def test_length_limit_marks_incomplete(docs_library, server, llm_settings):
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
     assert ans.incomplete and ans.notice == gen.NOTICE_LENGTH and ans.citations
     assert "DOCCHAT_ANSWER_TOKENS" not in ans.notice
-    assert ans.extra["details"] == DETAILS_LENGTH.format(n=llm_settings.answer_tokens)
+    assert ans.extra["details"] == DETAILS_LENGTH.format(n=llm_settings.answer.answer_tokens)
 
 
 def test_reasoning_block_is_not_shown(docs_library, server, llm_settings):
@@ -581,7 +581,7 @@ def test_cli_ask_json_and_streaming(library, server, monkeypatch, capsys):
 
     assert library.ingest_path(DOCS / "docx_headings_toc.docx").status == "added"
     library.close()  # the CLI opens the folder itself (one Qdrant client per folder)
-    data_dir = str(library.settings.data_dir)
+    data_dir = str(library.settings.library.data_dir)
     monkeypatch.setenv("OLLAMA_HOST", server.url)
     monkeypatch.setenv("DOCCHAT_OLLAMA_MODEL", "other:1b")
     server.models.append("other:1b")

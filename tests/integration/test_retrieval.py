@@ -279,7 +279,7 @@ def test_eval_on_own_questions_jsonl(settings, embedder, tmp_path, capsys):
         {"question": "What is Mount Fuji built from?", "expected": "layers of hardened lava"},
         {"question": "Who rules a bee colony?", "expected": "a phrase that appears nowhere"},
     ]) + "\n", encoding="utf-8")
-    code, rep = _eval_json(capsys, "--dataset", str(qs), "--data-dir", str(settings.data_dir),
+    code, rep = _eval_json(capsys, "--dataset", str(qs), "--data-dir", str(settings.library.data_dir),
                            "--methods", "vector", retrieval.DEFAULT_METHOD)
     assert code == 0 and rep["dataset"] == "mine" and rep["questions"] == 3
     assert rep["methods"][retrieval.DEFAULT_METHOD]["recall@5"] == pytest.approx(2 / 3, abs=1e-3)

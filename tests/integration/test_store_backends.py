@@ -213,7 +213,7 @@ def test_second_open_of_an_embedded_library_is_busy(settings, embedder):
             from rag_core.store.backends.edge import EdgeBackend
             from rag_core.core.errors import LibraryBusy
             try:
-                EdgeBackend(__import__("pathlib").Path({str(settings.data_dir / "edge" / settings.collection)!r}))
+                EdgeBackend(__import__("pathlib").Path({str(settings.library.data_dir / "edge" / settings.library.collection)!r}))
             except LibraryBusy as e:
                 print("busy", type(e.__cause__).__name__)
         """)

@@ -13,7 +13,7 @@ from rag_core.core.config import Settings
 from rag_core.core.models import Chunk, Match, MatchKind, MatchLevel, Passage, SourceMeta
 from ui import relevance
 
-MIN = Settings().min_relevance  # DOCCHAT_MIN_RELEVANCE: the "not in your documents" bar
+MIN = Settings().retrieval.min_relevance  # DOCCHAT_MIN_RELEVANCE: the "not in your documents" bar
 
 
 @pytest.mark.parametrize(("cosine", "level"), [(0.9, MatchLevel.HIGH), (ON_TOPIC, MatchLevel.HIGH),

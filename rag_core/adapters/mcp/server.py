@@ -96,13 +96,13 @@ class LibraryHolder:
             if self._embedder is None:
                 from rag_core.store.embeddings import Embedder
 
-                self._embedder = Embedder(self.settings.embedding_model)
+                self._embedder = Embedder(self.settings.library.embedding_model)
             return self._embedder
 
     def start(self) -> None:
         """Load the model in the background (so the first call is quick) and start the idle watcher."""
         threading.Thread(target=self._warm, name="mcp-warm-up", daemon=True).start()
-        if self.idle_close_s > 0 and not self.settings.qdrant_url:
+        if self.idle_close_s > 0 and not self.settings.library.qdrant_url:
             threading.Thread(target=self._watch, name="mcp-idle-close", daemon=True).start()
 
     def _warm(self) -> None:
@@ -140,7 +140,7 @@ class LibraryHolder:
 
         started = time.perf_counter()
         lib = Library(self.settings, embedder=self.embedder())
-        log.info("Opened the library in %s (%.2f s)", self.settings.data_dir, time.perf_counter() - started)
+        log.info("Opened the library in %s (%.2f s)", self.settings.library.data_dir, time.perf_counter() - started)
         return lib
 
     def close_if_idle(self) -> bool:

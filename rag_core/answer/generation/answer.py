@@ -80,7 +80,7 @@ class AnswerStream:
         self.doc_ids = None if doc_ids is None else list(doc_ids)
         self.owners = None if owners is None else list(owners)
         self.use_llm = use_llm
-        self.k = k or settings.top_k
+        self.k = k or settings.retrieval.top_k
         self.chat_model = chat_model
         self.answer: Answer | None = None
         self.passages: list[Passage] = []
@@ -236,8 +236,8 @@ class AnswerStream:
                                notice=NOTICE_EMPTY if empty else NOTICE_NOT_RELEVANT,
                                extra=details_extra(DETAILS_EMPTY if empty else None)).text
             return
-        if relevance < s.min_relevance:
-            log.info("Best passage cosine %.3f < %.3f: not in the documents", relevance, s.min_relevance)
+        if relevance < s.retrieval.min_relevance:
+            log.info("Best passage cosine %.3f < %.3f: not in the documents", relevance, s.retrieval.min_relevance)
             yield self._finish(NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, relevance=relevance, notice=NOTICE_NOT_RELEVANT).text
             return
         # The quotes decide what can be answered. Quoting, the shortlist is re-ranked by meaning (one small encode);
@@ -336,14 +336,14 @@ class AnswerStream:
                     t: float) -> Iterator[str]:
         assert self.prompt is not None
         self._llm = (chat.name, qvec, relevance)
-        got = yield from read_stream(chat, self.prompt, self.settings.answer_tokens, partial, self._first_token)
+        got = yield from read_stream(chat, self.prompt, self.settings.answer.answer_tokens, partial, self._first_token)
         self.prompt = got.prompt or self.prompt  # a smaller one after a refusal for size
         self._mark("llm", t)
         if got.fault is not None and not partial:  # nothing streamed yet: answer extractively instead
             yield from self._extractive(qvec, relevance, fallback_notice(got.fault), got.fault)
             return
         raw = "".join(partial)
-        self._conclude(got.ending(self.settings.answer_tokens), raw, got.kept(raw), got.done_reason)
+        self._conclude(got.ending(self.settings.answer.answer_tokens), raw, got.kept(raw), got.done_reason)
 
     def _first_token(self) -> None:
         self._mark("first_token", self._t0)

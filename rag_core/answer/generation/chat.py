@@ -47,9 +47,9 @@ def chat_model(settings: Settings, model: str | None = None) -> BaseChatModel:
     """The chat model of these settings (DOCCHAT_CHAT_MODEL; `model` replaces its name); options such as num_ctx
     are passed per call."""
     provider = settings.chat_provider
-    key = settings.openai_api_key if provider == OPENAI else settings.ollama_api_key
+    key = settings.llm.openai_api_key if provider == OPENAI else settings.llm.ollama_api_key
     return _init_chat_model(provider, settings.chat_host, model or settings.chat_model_name, key,
-                            settings.llm_timeout_s)
+                            settings.llm.timeout_s)
 
 
 def chat_messages(system: str, user: str) -> list[BaseMessage]:
@@ -81,7 +81,7 @@ class ChatBackend:
 
     def call_kwargs(self, num_ctx: int, num_predict: int, temperature: float | None = None) -> dict[str, Any]:
         """Keyword arguments for model.invoke/stream: the server's options, nothing for other models."""
-        temperature = self.settings.temperature if temperature is None else temperature
+        temperature = self.settings.llm.temperature if temperature is None else temperature
         if self.provider == OPENAI:  # the context window is the server's; the prompt already fits the budget
             return {"max_tokens": num_predict, "temperature": temperature}
         if not self.ollama:

@@ -64,11 +64,11 @@ def estimate_tokens(text: str) -> int:
 
 def num_ctx_for(prompt_tokens: int, settings: Settings) -> int:
     """Ollama's num_ctx: a power of two (≥ NUM_CTX_MIN) holding prompt + reply, capped at the configured ceiling."""
-    need = prompt_tokens + settings.answer_tokens
+    need = prompt_tokens + settings.answer.answer_tokens
     size = NUM_CTX_MIN
     while size < need:
         size *= 2
-    return max(min(size, settings.max_context_tokens), min(need, settings.max_context_tokens))
+    return max(min(size, settings.answer.max_context_tokens), min(need, settings.answer.max_context_tokens))
 
 
 # --------------------------------------------------------------------------- history and rewriting
@@ -138,7 +138,7 @@ def standalone_question(question: str, history: Sequence[ChatTurn], settings: Se
                         chat: ChatBackend | None) -> tuple[str, LLMError | None] | None:
     """A follow-up as a question that stands alone (`chat` rewrites it, else a heuristic does) and the model's error
     when the rewrite failed (the answer then quotes); None when there is nothing to rewrite."""
-    turns = bound_history(history, settings.history_tokens)
+    turns = bound_history(history, settings.answer.history_tokens)
     if not turns or not (chat or looks_like_follow_up(question)):
         return None
     if chat is None:
@@ -197,7 +197,7 @@ def build_prompt(question: str, passages: Sequence[Passage], settings: Settings)
     """Number the passages that fit the context budget (whole passages, best first) around the question."""
     fixed = (estimate_tokens(SYSTEM_PROMPT) + estimate_tokens(USER_TEMPLATE + SOURCES_HEADER + question)
              + 2 * MESSAGE_OVERHEAD_TOKENS)
-    room = settings.max_context_tokens - settings.answer_tokens - fixed
+    room = settings.answer.max_context_tokens - settings.answer.answer_tokens - fixed
     blocks: list[str] = []
     used = 0
     for i, p in enumerate(passages, 1):

@@ -35,11 +35,11 @@ TIMEOUT_S = 30
 def connect(settings: Settings) -> ClientBackend:
     """The Qdrant server at settings.qdrant_url (StoreUnavailable when it does not answer)."""
     try:
-        client = QdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key, timeout=TIMEOUT_S)
+        client = QdrantClient(url=settings.library.qdrant_url, api_key=settings.library.qdrant_api_key, timeout=TIMEOUT_S)
         client.get_collections()
     except Exception as e:  # any transport error means "unreachable"
         raise StoreUnavailable(type(e).__name__) from e
-    return ClientBackend(client, settings.collection, serialize=False)
+    return ClientBackend(client, settings.library.collection, serialize=False)
 
 
 def _sparse(v: SparseVector) -> models.SparseVector:

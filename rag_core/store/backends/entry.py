@@ -8,12 +8,13 @@ and written again comes out as it was.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
-from rag_core.core.models import DocumentInfo
+from rag_core.core.models import DocumentInfo, SourceMeta
 
 _OPTIONAL = ("replaces", "removed_at")  # written only when set
 
@@ -41,6 +42,15 @@ class RegistryEntry:
     replaces: str | None = None  # the document this one replaces (rag_core.store.replace), until it is gone
     removed_at: float | None = None  # when a linked folder's file went (epoch seconds), for Undo
     extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, hash=False)
+
+    @classmethod
+    def pending(cls, doc_id: str, source: SourceMeta, pages: int | None, chunks: int, owner: str | None,
+                added_at: str, replaces: str | None = None) -> RegistryEntry:
+        """The "pending" entry of a document about to be stored (its journal record until it is complete)."""
+        return cls(doc_id=doc_id, title=source.title, kind=source.kind, pages=pages, chunks=chunks, added_at=added_at,
+                   file_name=source.file_name, url=source.url, sha256=source.sha256, revision_id=source.revision_id,
+                   lang=source.lang, page_id=source.page_id, owner=owner, flags=(), status="pending",
+                   started=time.time(), replaces=replaces)
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> RegistryEntry:
