@@ -383,7 +383,8 @@ FIELDS: dict[str, tuple[str | None, str]] = {
     **{f"wikipedia_{name}": ("wikipedia", name) for name in SECTIONS["wikipedia"].model_fields},
     **{f"demo_{name}": ("demo", name) for name in SECTIONS["demo"].model_fields},
 }
-"""Flat name of each setting (the field names of earlier releases) -> (its section, or None: top level; its field)."""
+"""Flat name of each setting (the field names of earlier releases) -> (its section, or None: top level; its field).
+A new field of a section gets its line here (tests/unit/test_settings_sections.py checks that none is missing)."""
 
 
 def field_info(field: str) -> FieldInfo:

@@ -113,6 +113,8 @@ def test_every_variable_at_once():
 
 def test_sections_are_frozen_models_with_described_bounded_fields():
     assert list(SECTIONS) == ["library", "ingest", "llm", "retrieval", "answer", "wikipedia", "demo"]
+    every = {(section, name) for section, model in SECTIONS.items() for name in model.model_fields} | {(None, "mode")}
+    assert set(FIELDS.values()) == every and len(every) == len(FIELDS)  # a new field needs its flat name in FIELDS
     for flat in FIELDS:
         assert field_info(flat).description, flat
     assert field_info("top_k").metadata and field_info("wikipedia_timeout_s").metadata  # the bounds moved along
