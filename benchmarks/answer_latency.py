@@ -82,7 +82,7 @@ def open_library(embedder: Embedder, settings: Settings) -> tuple[Library, list[
     lib = Library(settings, embedder=embedder)
     have = lib.store.count_chunks()
     if have < N_CHUNKS:
-        print(f"building the {N_CHUNKS}-chunk library in {settings.data_dir} (once) ...", file=sys.stderr)
+        print(f"building the {N_CHUNKS}-chunk library in {settings.library.data_dir} (once) ...", file=sys.stderr)
         t = time.perf_counter()
         done = {d.doc_id for d in lib.documents()}
         todo = [(s, c) for s, c in docs if c[0].doc_id not in done]

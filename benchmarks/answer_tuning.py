@@ -230,9 +230,9 @@ def main() -> None:
                 if args.grid == "weights":  # the ranking changes: replay the whole path
                     with settings_at(point):
                         rows = replay(lib, settings, xq + un)
-                    figs = _figures_of(rows, base.min_relevance)
+                    figs = _figures_of(rows, base.retrieval.min_relevance)
                 else:  # only the decision changes: replay it from what the check measured
-                    figs = _figures_of(rows, base.min_relevance,
+                    figs = _figures_of(rows, base.retrieval.min_relevance,
                                        {name: v for (_, name), v in point.items()})
                 results.append((score(figs), point, figs))
                 if args.grid == "weights":

@@ -236,7 +236,7 @@ def main() -> None:
         finally:
             lib.close()
 
-    rep = report(xq_rows, un_rows, pm_rows, demo_rows, base.min_relevance)
+    rep = report(xq_rows, un_rows, pm_rows, demo_rows, base.retrieval.min_relevance)
     rep["command"] = " ".join(sys.argv)
     if args.json:
         Path(args.json).write_text(json.dumps({"report": rep, "xquad": xq_rows, "unanswerable": un_rows,

@@ -25,7 +25,7 @@ def run(name: str, on: bool, xsplits: dict[str, str]) -> dict:
     ds = ev.load_dataset(name)
     settings = ev.cache_settings(ds, Settings(), ev.DEFAULT_CACHE_DIR)
     if on:
-        settings = settings.with_overrides(data_dir=settings.data_dir.with_name(settings.data_dir.name + "-contextual"))
+        settings = settings.with_overrides(data_dir=settings.library.data_dir.with_name(settings.library.data_dir.name + "-contextual"))
     lib = Library(settings)
     out: dict = {}
     try:

@@ -24,7 +24,7 @@ from rag_core.core.config import Settings
 from rag_core.service.folder_sync import Bucket, apply_change, chosen, diff_folder
 from rag_core.service.library import Library
 from rag_core.service.linked_folders import FolderLinks
-from rag_core.store.backends import COMPLETE, STATUS_KEY
+from rag_core.store.backends import COMPLETE, RegistryEntry
 from rag_core.store.embeddings import Embedder
 
 GROUP = 10  # files applied in one turn (fresh, then as changes)
@@ -57,9 +57,9 @@ def diff_unchanged(root: Path, n: int, embedder: Embedder) -> dict:
     try:
         for i, f in enumerate(sorted(folder.rglob("*.txt"))):  # the files' documents, as registry entries only
             sha = hashlib.sha256(f.read_bytes()).hexdigest()
-            lib.store.backend.put_entry({"doc_id": sha[:16], "title": f.stem, "kind": "txt", "pages": None,
-                                         "chunks": 0, "added_at": "2026-01-01T00:00:00+00:00", "file_name": f.name,
-                                         "sha256": sha, "owner": None, "flags": [], STATUS_KEY: COMPLETE})
+            lib.store.backend.put_entry(RegistryEntry(sha[:16], title=f.stem, kind="txt", pages=None, chunks=0,
+                                                      added_at="2026-01-01T00:00:00+00:00", file_name=f.name,
+                                                      sha256=sha, owner=None, status=COMPLETE))
             if i % 1000 == 999:
                 lib.store.backend.flush()
         lib.store.backend.flush()
@@ -132,7 +132,7 @@ def main() -> None:
     p.add_argument("--files", type=int, default=10_000, help="unchanged files to compare (default 10000)")
     p.add_argument("--changed", type=int, default=100, help="changed files to apply (default 100)")
     args = p.parse_args()
-    embedder = Embedder(Settings().embedding_model)
+    embedder = Embedder(Settings().library.embedding_model)
     embedder.encode(["warm up the model"])
     with tempfile.TemporaryDirectory(prefix="docchat-sync-bench-") as tmp:
         out = {"diff": diff_unchanged(Path(tmp), args.files, embedder),

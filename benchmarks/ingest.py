@@ -73,7 +73,7 @@ def run(files: list[Path], embedder: Embedder, repeat: int = 1) -> dict:
             raise SystemExit(f"unexpected results: {failed}")
     pages = sum(r.pages or 0 for r in results)
     chunks = [c for f in files for c in chunk_document(load_bytes(f.read_bytes(), f.name, settings), embedder,
-                                                         settings.chunk_tokens)]
+                                                         settings.ingest.chunk_tokens)]
     encode_walls, encode_cpus = [], []
     for _ in range(repeat):
         t1, c1 = time.perf_counter(), _cpu()

@@ -80,7 +80,7 @@ def main() -> None:
     english_settings = ev.cache_settings(ds, Settings(), ev.DEFAULT_CACHE_DIR)
     mixed_settings = english_settings.with_overrides(
         collection="eval_multilingual",
-        data_dir=english_settings.data_dir.with_name(english_settings.data_dir.name + "-multilingual-mixed"))
+        data_dir=english_settings.library.data_dir.with_name(english_settings.library.data_dir.name + "-multilingual-mixed"))
     english_lib, mixed_lib = Library(english_settings), Library(mixed_settings)
     report: dict = {}
     try:

@@ -25,7 +25,7 @@ def main() -> None:
     data = json.loads(DATASET_FILES["xquad"].read_text(encoding="utf-8"))["data"]
     texts = [f"{a['title'].replace('_', ' ')}: {s}" for a in data for p in a["paragraphs"]
              for s in sentences(p["context"])]
-    emb = Embedder(Settings().embedding_model)
+    emb = Embedder(Settings().library.embedding_model)
     emb.wait()
     print(f"{len(texts)} sentences, mean {statistics.mean(len(t) for t in texts):.0f} characters")
     for label, n, pool in (("one short sentence", 1, ["When did Tesla die?"] * args.runs),

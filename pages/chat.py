@@ -9,7 +9,7 @@ import streamlit as st
 
 from rag_core.core.errors import ConversationUnreadable, DocChatError, LimitReached
 from rag_core.core.formats import accepted_kinds
-from rag_core.core.models import Step
+from rag_core.core.models import ChatTurn, Role, Step
 from rag_core.service import render
 from rag_core.service.workspace import Conversation, LiveAnswer, Workspace
 from ui import state
@@ -191,9 +191,9 @@ def _conversations_sidebar() -> None:
 
 
 # -- asking ----------------------------------------------------------------------------------------------------
-def _history() -> list[tuple[str, str]]:
-    out = [(t["role"], t["text"]) for t in turns if t.get("text") and not t.get("error") and not t.get("pending")]
-    return out[-HISTORY_TURNS:]
+def _history() -> list[ChatTurn]:
+    out = [t for t in turns if t.get("text") and not t.get("error") and not t.get("pending")][-HISTORY_TURNS:]
+    return [ChatTurn(t["role"], t["text"]) for t in out if t["role"] in tuple(Role)]
 
 
 def _replay() -> None:
@@ -354,8 +354,8 @@ if ws.hint and not turns:
 elif docs:
     with guarded("the model status line"):
         cfg = ws.settings
-        line = _model_line(ws, (cfg.chat_provider, cfg.chat_host, cfg.chat_model_name, cfg.ollama_api_key,
-                                cfg.openai_api_key, ws.model_choice), prefs["use_llm"])
+        line = _model_line(ws, (cfg.chat_provider, cfg.chat_host, cfg.chat_model_name, cfg.llm.ollama_api_key,
+                                cfg.llm.openai_api_key, ws.model_choice), prefs["use_llm"])
         if line is not None:
             kind, text = line
             st.caption((":material/check_circle: " if kind == "ok" else ":material/info: ")

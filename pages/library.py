@@ -8,9 +8,9 @@ import streamlit as st
 
 from rag_core.core.errors import DocumentNotFound, LimitReached, SampleReadOnly
 from rag_core.core.formats import ACCEPTED_EXTENSIONS, accepted_kinds, format_for_name
-from rag_core.core.models import DocumentInfo, IngestStatus
+from rag_core.core.models import DocKind, DocumentInfo, IngestStatus
 from rag_core.service import render
-from rag_core.service.workspace import JobView
+from rag_core.service.workspace import JobKind, JobView
 from ui import state
 from ui.folder_sync import folder_sync_box
 from ui.navigation import require_app_entry
@@ -34,7 +34,8 @@ STAGE_TEXT = {
     "downloading": "Downloading the article…",
     "checking": "Asking Wikipedia for the latest revisions…",
 }
-RUNNING_LABEL = {"file": "Adding **{}**", "wikipedia": "Importing **{}**", "refresh": "Checking **{}** for updates"}
+RUNNING_LABEL = {JobKind.FILE: "Adding **{}**", JobKind.WIKIPEDIA: "Importing **{}**",
+                 JobKind.REFRESH: "Checking **{}** for updates"}
 LIST_LIMIT = 100
 SAMPLE_BADGE = ":gray-badge[:material/lock: Sample (shared, read-only)]"
 
@@ -77,7 +78,7 @@ def _job_box(job: JobView) -> None:
     r = job.result
     if r is None:
         return
-    if job.kind in ("wikipedia", "refresh"):
+    if job.kind in (JobKind.WIKIPEDIA, JobKind.REFRESH):
         wiki_job_result(job, ws)
         return
     if r.status == IngestStatus.ADDED:
@@ -196,7 +197,7 @@ def _shows_file_name(doc: DocumentInfo, repeated: set[str]) -> bool:
     when two documents share a title (two versions of one report); not for a Wikipedia article."""
     title = " ".join(_title(doc).split()).casefold()
     stem = PurePath(doc.file_name).stem.casefold() if doc.file_name else title
-    return doc.kind != "wikipedia" and bool(doc.file_name) and (title in repeated or title != stem)
+    return doc.kind != DocKind.WIKIPEDIA and bool(doc.file_name) and (title in repeated or title != stem)
 
 
 def _doc_row(doc: DocumentInfo, repeated: set[str]) -> None:
@@ -206,7 +207,7 @@ def _doc_row(doc: DocumentInfo, repeated: set[str]) -> None:
         main, summarize, action = st.columns([7, 2, 1], vertical_alignment="center")
         with main:
             title = f"**{render.escape_markdown(_title(doc))}**"
-            url = render.safe_wikipedia_url(doc.url) if doc.kind == "wikipedia" else None
+            url = render.safe_wikipedia_url(doc.url) if doc.kind == DocKind.WIKIPEDIA else None
             if url:
                 title += " · " + render.link_markdown("Wikipedia", url) + " :material/open_in_new:"
             if ws.is_read_only(doc):
@@ -220,7 +221,7 @@ def _doc_row(doc: DocumentInfo, repeated: set[str]) -> None:
             added = render.date_label(doc.added_at)
             if added:
                 bits.append(f"added {added}")
-            if doc.kind == "wikipedia" and doc.revision_id:
+            if doc.kind == DocKind.WIKIPEDIA and doc.revision_id:
                 bits.append(f"revision {doc.revision_id} · CC BY-SA 4.0")
             if "removed upstream" in doc.flags:
                 bits.append("no longer on Wikipedia")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from rag_core.core.config import Provider
 from rag_core.core.errors import DocChatError
 from rag_core.service import render
 from rag_core.service.workspace import OllamaStatus
@@ -25,17 +26,17 @@ st.caption(f"Changes here last {ws.settings_lifetime}.")
 
 def _set_host() -> None:
     value = (st.session_state.get("set_host") or "").strip()
-    ui_state.set_override("ollama_host", value if value and value != base.ollama_host else None)
+    ui_state.set_override("ollama_host", value if value and value != base.llm.ollama_host else None)
 
 
-PROVIDERS = {"ollama": "Ollama", "openai": "Another model server (OpenAI-compatible)"}
+PROVIDERS = {Provider.OLLAMA: "Ollama", Provider.OPENAI: "Another model server (OpenAI-compatible)"}
 SERVER_EXAMPLES = "LM Studio: http://localhost:1234/v1, llama.cpp: http://localhost:8080/v1, vLLM: http://localhost:8000/v1"
 
 
-def _choose(provider: str, model: str) -> None:
+def _choose(provider: Provider, model: str) -> None:
     """Make `provider`'s `model` write the answers (no change kept when it is the default)."""
     default = (base.chat_provider, base.chat_model_name)
-    if provider == "ollama" and base.chat_provider == "ollama":  # kept as DOCCHAT_OLLAMA_MODEL's override
+    if provider == Provider.OLLAMA and base.chat_provider == Provider.OLLAMA:  # kept as DOCCHAT_OLLAMA_MODEL's override
         ui_state.set_override("chat_model", None)
         ui_state.set_override("ollama_model", None if model == base.chat_model_name else model)
         return
@@ -46,35 +47,35 @@ def _choose(provider: str, model: str) -> None:
 def _set_model() -> None:
     value = st.session_state.get("set_model")
     if value:
-        _choose("ollama", value)
+        _choose(Provider.OLLAMA, value)
 
 
 def _set_server_model() -> None:
     value = st.session_state.get("set_server_model")
     if value:
-        _choose("openai", value)
+        _choose(Provider.OPENAI, value)
 
 
 def _set_provider() -> None:
-    provider = st.session_state.get("set_provider") or "ollama"
+    provider = Provider(st.session_state.get("set_provider") or Provider.OLLAMA)
     if provider == base.chat_provider:
         _choose(provider, base.chat_model_name)
-    elif provider == "ollama":
-        _choose("ollama", settings.ollama_model)
+    elif provider == Provider.OLLAMA:
+        _choose(Provider.OLLAMA, settings.llm.ollama_model)
     else:
-        _choose("openai", "")  # the person picks one of the server's models next
+        _choose(Provider.OPENAI, "")  # the person picks one of the server's models next
     for key in ("set_model", "set_server_model"):
         st.session_state.pop(key, None)
 
 
 def _base_ollama_model() -> str:
     """The Ollama model the settings name (DOCCHAT_CHAT_MODEL=ollama:…, else DOCCHAT_OLLAMA_MODEL)."""
-    return base.chat_model_name if base.chat_provider == "ollama" else base.ollama_model
+    return base.chat_model_name if base.chat_provider == Provider.OLLAMA else base.llm.ollama_model
 
 
 def _set_base_url() -> None:
     value = (st.session_state.get("set_base_url") or "").strip().rstrip("/")
-    ui_state.set_override("openai_base_url", value if value and value != base.openai_base_url else None)
+    ui_state.set_override("openai_base_url", value if value and value != base.llm.openai_base_url else None)
 
 
 def _set_use_llm() -> None:
@@ -107,7 +108,7 @@ def _local_model_section() -> None:
              index=list(PROVIDERS).index(settings.chat_provider), on_change=_set_provider, horizontal=True,
              help="Ollama is a free app that runs models on your computer. LM Studio, llama.cpp's server, vLLM and "
                   "hosted services speak the OpenAI way: choose “Another model server” for them.")
-    if settings.chat_provider == "openai":
+    if settings.chat_provider == Provider.OPENAI:
         _server_section()
     else:
         _ollama_section()
@@ -115,7 +116,7 @@ def _local_model_section() -> None:
 
 def _server_section() -> None:
     """An OpenAI-compatible server: address, reachability, and the choice among its models."""
-    st.text_input("Server address", value=settings.openai_base_url or "", key="set_base_url",
+    st.text_input("Server address", value=settings.llm.openai_base_url or "", key="set_base_url",
                   on_change=_set_base_url, placeholder="http://localhost:1234/v1",
                   help=f"The address of the server's OpenAI-compatible API, usually ending in /v1 ({SERVER_EXAMPLES}). "
                        "Empty: OpenAI's own service.")
@@ -151,7 +152,7 @@ def _server_section() -> None:
 
 def _ollama_section() -> None:
     """Ollama: address, reachability, model choice and download."""
-    st.text_input("Ollama address", value=settings.ollama_host, key="set_host", on_change=_set_host,
+    st.text_input("Ollama address", value=settings.llm.ollama_host, key="set_host", on_change=_set_host,
                   help="Where Ollama runs. The usual address on your own computer is http://localhost:11434.")
 
     with st.spinner("Checking Ollama…"):
@@ -222,7 +223,7 @@ def _pull(name: str) -> bool:
         return False
     st.success(f"“{render.escape_markdown(name)}” is ready and now writes the answers.",
                icon=":material/check_circle:")
-    _choose("ollama", name)
+    _choose(Provider.OLLAMA, name)
     st.session_state.pop("set_model", None)  # the model choice below then shows the new model
     return True
 
@@ -239,8 +240,8 @@ st.subheader("Answers")
 
 
 def _set_k() -> None:
-    value = int(st.session_state.get("set_k") or base.top_k)
-    ui_state.set_override("top_k", None if value == base.top_k else value)
+    value = int(st.session_state.get("set_k") or base.retrieval.top_k)
+    ui_state.set_override("top_k", None if value == base.retrieval.top_k else value)
 
 
 def _set_scope() -> None:
@@ -249,7 +250,7 @@ def _set_scope() -> None:
 
 
 with guarded("the answer settings"):
-    st.slider("Passages to read for each question", min_value=1, max_value=15, value=settings.top_k, key="set_k",
+    st.slider("Passages to read for each question", min_value=1, max_value=15, value=settings.retrieval.top_k, key="set_k",
               on_change=_set_k, help="More passages give the model more to work with, but answers take longer.")
     st.radio("By default, answer from", ["all", "pick"], index=0 if prefs["scope_default"] == "all" else 1,
              key="set_scope", on_change=_set_scope, horizontal=True,

@@ -35,8 +35,8 @@ def open_store_for(kind: str, settings: Settings, embedder: Embedder) -> Store:
         return open_store(settings, embedder)
     if kind != "server":
         raise ValueError(kind)
-    client = QdrantClient(path=str(settings.data_dir / SERVER_FOLDER))
-    return Store(ClientBackend(client, settings.collection), settings, embedder)
+    client = QdrantClient(path=str(settings.library.data_dir / SERVER_FOLDER))
+    return Store(ClientBackend(client, settings.library.collection), settings, embedder)
 
 
 def open_library(kind: str, settings: Settings, embedder: Embedder) -> Library:
@@ -119,7 +119,7 @@ def open_bare_backend(kind: str, data_dir: str) -> Backend:
     settings = Settings(data_dir=Path(data_dir))
     if kind == "edge":
         return EdgeBackend(edge_path(settings))
-    return ClientBackend(QdrantClient(path=str(settings.data_dir / SERVER_FOLDER)), settings.collection)
+    return ClientBackend(QdrantClient(path=str(settings.library.data_dir / SERVER_FOLDER)), settings.library.collection)
 
 
 def raw_state(backend: Backend) -> dict[str, tuple[str, int, int]]:
@@ -130,7 +130,7 @@ def raw_state(backend: Backend) -> dict[str, tuple[str, int, int]]:
         for p in batch:
             doc_id = p.payload[METADATA_KEY]["doc_id"]
             points[doc_id] = points.get(doc_id, 0) + 1
-    state = {e["doc_id"]: (status, e.get("chunks", 0), points.get(e["doc_id"], 0))
+    state = {e.doc_id: (status, e.chunks, points.get(e.doc_id, 0))
              for status in (PENDING, DELETING, COMPLETE) for e in backend.entries(status)}
     state.update({d: ("none", 0, n) for d, n in points.items() if d not in state})
     return state

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 
 import streamlit as st
 
-from rag_core.core.models import Answer, AnswerMode, Chunk, Citation, Passage
+from rag_core.core.models import Answer, AnswerMode, Chunk, Citation, DocKind, Passage
 from rag_core.service import render
 from rag_core.service.workspace import Workspace
 from ui.relevance import show_match
@@ -151,7 +151,7 @@ def show_citation(c: Citation, key: str, ws: Workspace) -> None:
             st.caption(":material/link: " + MATCHED_NOTE)
         if chunk.from_scan:
             st.caption(":material/document_scanner: " + SCANNED_NOTE)
-        if chunk.source.kind == "wikipedia":
+        if chunk.source.kind == DocKind.WIKIPEDIA:
             _wikipedia_lines(chunk)
         elif render.shows_pages(chunk.source.kind) and chunk.page_start:  # a PDF, or an image kept as one
             exp = st.expander("Show on the page", icon=":material/description:", key=key, on_change="rerun")

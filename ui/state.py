@@ -122,7 +122,7 @@ def _runtime(key: tuple, _settings: Settings) -> Runtime:
     from rag_core.adapters.runtime import Runtime
 
     # The demo's samples are added on a thread: the first visitor's page says so instead of waiting silently.
-    return Runtime(_settings, embedder=_embedder(_settings.embedding_model), samples_in_background=True)
+    return Runtime(_settings, embedder=_embedder(_settings.library.embedding_model), samples_in_background=True)
 
 
 def runtime() -> Runtime:
@@ -166,7 +166,7 @@ def visitor_address(settings: Settings, context: Any = None) -> str | None:
     remote = ctx.ip_address
     forwarded = ",".join(v for v in ctx.headers.get_all("X-Forwarded-For") if isinstance(v, str))
     return client_address(remote if isinstance(remote, str) else None, forwarded,
-                          trust_proxy=settings.demo_trust_proxy)
+                          trust_proxy=settings.demo.trust_proxy)
 
 
 def workspace() -> Workspace:

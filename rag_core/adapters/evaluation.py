@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_core.core.config import Settings
-from rag_core.core.models import Document, Passage, Progress, Section, SourceMeta
+from rag_core.core.models import DocKind, Document, Passage, Progress, Section, SourceMeta
 from rag_core.retrieve.search import DEFAULT_METHOD, METHODS, QueryVectors, embed_queries, retrieve
 from rag_core.store.embeddings import LEXICAL_VERSION
 
@@ -91,7 +91,7 @@ def _file_sha(path: Path) -> str:
 
 def _document(doc_id: str, title: str, text: str, file_name: str) -> Document:
     return Document(doc_id=doc_id, text=text, sections=(Section((), 0, len(text)),),
-                    source=SourceMeta(file_name=file_name, title=title, kind="txt", sha256=_sha(text)))
+                    source=SourceMeta(file_name=file_name, title=title, kind=DocKind.TXT.value, sha256=_sha(text)))
 
 
 def load_pubmedqa(path: Path = DATASET_FILES["pubmedqa"]) -> Dataset:
@@ -172,7 +172,7 @@ def limit_dataset(ds: Dataset, limit: int | None) -> Dataset:
 # -- ingestion (cached) ------------------------------------------------------------------------------
 def cache_settings(ds: Dataset, base: Settings, cache_dir: Path) -> Settings:
     """Settings for the dataset's own cached library: a fresh collection keyed by everything that shapes its vectors."""
-    key = _sha("|".join([ds.name, ds.fingerprint, base.embedding_model, str(base.chunk_tokens), LEXICAL_VERSION,
+    key = _sha("|".join([ds.name, ds.fingerprint, base.library.embedding_model, str(base.ingest.chunk_tokens), LEXICAL_VERSION,
                          str(len(ds.documents))]))[:12]
     return base.with_overrides(data_dir=cache_dir / f"{ds.name}-{key}", qdrant_url=None, collection=f"eval_{ds.name}")
 

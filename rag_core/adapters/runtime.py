@@ -50,7 +50,7 @@ def session_settings(base: Settings, overrides: Mapping[str, Any]) -> Settings:
 
 def runtime_key(settings: Settings) -> tuple:
     """What identifies a runtime: where the library is stored, how it is embedded, and the mode."""
-    return (str(settings.data_dir.resolve()), settings.qdrant_url, settings.collection, settings.embedding_model,
+    return (str(settings.library.data_dir.resolve()), settings.library.qdrant_url, settings.library.collection, settings.library.embedding_model,
             settings.mode)
 
 
@@ -80,7 +80,7 @@ class Runtime:
         else:  # linked folders are checked on this interval (a badge on the Library page; nothing is applied)
             from rag_core.service.folder_watch import watch_for
 
-            watch_for(self.library).start(settings.folder_recheck_s)
+            watch_for(self.library).start(settings.ingest.folder_recheck_s)
 
     def preparing(self) -> str | None:
         """One plain sentence while something every visitor needs is still being prepared (the demo's samples)."""

@@ -159,7 +159,7 @@ def topic_answer(topic: str, library: LibraryView, settings: Settings, scope: Se
     chosen = [p for p in found if words and _mentions(p, words)]
     closest = not chosen
     if closest:
-        chosen = [p for p in found if cosine.get(p.chunk.doc_id, -1.0) >= settings.min_relevance]
+        chosen = [p for p in found if cosine.get(p.chunk.doc_id, -1.0) >= settings.retrieval.min_relevance]
         chosen.sort(key=lambda p: cosine[p.chunk.doc_id], reverse=True)
     if not chosen:
         text = f"None of your documents mentions “{topic}”."

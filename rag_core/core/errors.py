@@ -8,6 +8,7 @@ import shlex
 import sys
 
 from rag_core.core.formats import accepted_kinds
+from rag_core.core.models import Provider
 
 
 # -- the root ----------------------------------------------------------------------------------------------------------
@@ -369,12 +370,12 @@ class OllamaUnavailable(LLMError):
 
     short = "The AI model that writes answers is not available right now."  # said again with each quoted reply
 
-    def __init__(self, host: str, provider: str = "ollama") -> None:
+    def __init__(self, host: str, provider: str = Provider.OLLAMA) -> None:
         where = ("Open the Ollama app or run `ollama serve`, or set OLLAMA_HOST to the address where it runs."
-                 if provider == "ollama" else
+                 if provider == Provider.OLLAMA else
                  "Start that server (LM Studio: its local server; llama.cpp: `llama-server`; vLLM: `vllm serve`), "
                  "or set OPENAI_BASE_URL to the address where it runs.")
-        server = "Ollama" if provider == "ollama" else "an OpenAI-compatible model server"
+        server = "Ollama" if provider == Provider.OLLAMA else "an OpenAI-compatible model server"
         super().__init__(
             "The AI model that writes answers is not running, or DocChat cannot reach it. The Settings page shows "
             "how to turn it on.", host=host, provider=provider,
@@ -385,20 +386,20 @@ class OllamaUnavailable(LLMError):
 class WrongServer(OllamaUnavailable):
     """Something answers at the model's address, but not as a model server does (a web page, not JSON)."""
 
-    def __init__(self, host: str, provider: str = "ollama", answered: str = "a page that is not JSON") -> None:
-        api = "Ollama (/api/tags)" if provider == "ollama" else "an OpenAI-compatible server (/v1/models)"
+    def __init__(self, host: str, provider: str = Provider.OLLAMA, answered: str = "a page that is not JSON") -> None:
+        api = "Ollama (/api/tags)" if provider == Provider.OLLAMA else "an OpenAI-compatible server (/v1/models)"
         LLMError.__init__(self, "The address set for the AI model belongs to something else: it answered, but "
                                 "not like a model server. Check the address in Settings.", host=host,
                           provider=provider, answered=answered,
                           details=f"{host} answered with {answered} instead of the JSON of {api}. "
                                   + ("Ollama's usual address is http://localhost:11434 (OLLAMA_HOST)."
-                                     if provider == "ollama" else "OPENAI_BASE_URL usually ends in /v1, e.g. "
+                                     if provider == Provider.OLLAMA else "OPENAI_BASE_URL usually ends in /v1, e.g. "
                                      "http://localhost:1234/v1 for LM Studio."))
 
 
 class ModelNotPulled(LLMError):
-    def __init__(self, model: str, provider: str = "ollama") -> None:
-        if provider == "ollama":
+    def __init__(self, model: str, provider: str = Provider.OLLAMA) -> None:
+        if provider == Provider.OLLAMA:
             super().__init__(f"The model “{model}” is not installed in Ollama yet. Download it on the Settings page, "
                              "or pick another model there.", model=model, provider=provider,
                              details=f"In a terminal: `ollama pull {model}`.")
@@ -427,9 +428,9 @@ class StreamInterrupted(LLMError):
 class OllamaRefused(OllamaUnavailable):
     """The Ollama host answered but refused the request (missing or wrong API key)."""
 
-    def __init__(self, host: str, status: int, provider: str = "ollama") -> None:
+    def __init__(self, host: str, status: int, provider: str = Provider.OLLAMA) -> None:
         fix = ("Set OLLAMA_API_KEY to the key for that server, or point OLLAMA_HOST at your own Ollama."
-               if provider == "ollama" else "Set OPENAI_API_KEY to the key for that server.")
+               if provider == Provider.OLLAMA else "Set OPENAI_API_KEY to the key for that server.")
         LLMError.__init__(self, "The language model's server refused DocChat's request: it needs a valid access "
                                 "key. Ask whoever runs that server for the key, or use Ollama on your own computer.",
                           host=host, status=status, provider=provider, details=f"{host} answered HTTP {status}. {fix}")
@@ -452,9 +453,9 @@ class ContextTooSmall(LLMError):
     provider: str
     detail: str
 
-    def __init__(self, window: int | None, provider: str = "openai", detail: str = "") -> None:
+    def __init__(self, window: int | None, provider: str = Provider.OPENAI, detail: str = "") -> None:
         size = f"is {window:,} tokens per request, too small" if window else "is too small"
-        fix = ("give the model a larger num_ctx in Ollama (or raise DOCCHAT_NUM_CTX_MAX)" if provider == "ollama" else
+        fix = ("give the model a larger num_ctx in Ollama (or raise DOCCHAT_NUM_CTX_MAX)" if provider == Provider.OLLAMA else
                "start llama-server with a larger -c (or fewer parallel slots -np), or load the model with a longer "
                "context in LM Studio or vLLM")
         super().__init__(f"The model server's context window {size} for this question with its sources; "

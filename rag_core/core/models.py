@@ -81,6 +81,31 @@ class Step(StrEnum):
     FAILED = "failed"
 
 
+class Provider(StrEnum):
+    """Who serves the chat model: the prefix of DOCCHAT_CHAT_MODEL ("ollama:llama3.2:3b")."""
+
+    OLLAMA = "ollama"
+    OPENAI = "openai"  # any OpenAI-compatible server (OPENAI_BASE_URL)
+
+
+class Role(StrEnum):
+    """Who said a turn of a conversation (the strings conversation files hold)."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+@dataclass(frozen=True)
+class ChatTurn:
+    """One earlier turn of a conversation, as a follow-up question's context (the question's history)."""
+
+    role: Role
+    text: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "role", Role(self.role))  # "user" as Role.USER; ValueError for any other role
+
+
 # Namespace for deterministic Qdrant point ids (uuid5 of "doc_id:index").
 _POINT_NS = uuid.UUID("6b1f3c1e-6a39-4c5e-9d55-8f0f1b5a2c11")
 

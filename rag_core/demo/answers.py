@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from rag_core.answer.generation import AnswerStream
-from rag_core.core.config import Settings
+from rag_core.core.config import Provider, Settings
 from rag_core.core.errors import DemoTrouble, DocChatError
 from rag_core.core.models import Answer, AnswerMode, Passage, StageEvent
 from rag_core.core.text import plural
@@ -39,14 +39,14 @@ _SERVER_HINTS = ("OLLAMA", "OPENAI_", "DOCCHAT_", "ollama serve", "ollama pull",
 def llm_mode(settings: Settings) -> str:
     """"remote" when the demo has a model server with an API key (Ollama, or an OpenAI-compatible one through
     DOCCHAT_CHAT_MODEL=openai:…), else "extractive" (answers quote the documents)."""
-    key = settings.openai_api_key if settings.chat_provider == "openai" else settings.ollama_api_key
+    key = settings.llm.openai_api_key if settings.chat_provider == Provider.OPENAI else settings.llm.ollama_api_key
     return "remote" if key and settings.chat_host and settings.chat_model_name else "extractive"
 
 
 def demo_banner(settings: Settings) -> str:
     """One plain sentence or two for the demo banner: privacy, retention and which answer mode is active."""
     privacy = (f"Public demo: the files you add are private to this browser tab. Closing or reloading the tab starts "
-               f"over, and your files are deleted after {plural(settings.demo_session_idle_minutes, 'minute')} "
+               f"over, and your files are deleted after {plural(settings.demo.session_idle_minutes, 'minute')} "
                "without activity. Please don't upload confidential documents.")
     if llm_mode(settings) == "remote":
         return f"{privacy} Answers are written by the AI model {settings.chat_model_name} on the demo's server."

@@ -26,7 +26,7 @@ from pathlib import Path
 from rag_core.answer.generation import start_answer
 from rag_core.core.config import Settings
 from rag_core.core.errors import DemoTrouble, DocChatError, DocumentNotFound, SampleReadOnly
-from rag_core.core.models import Answer, Document, DocumentInfo, IngestStatus, Passage, Progress
+from rag_core.core.models import Answer, ChatTurn, Document, DocumentInfo, IngestStatus, Passage, Progress
 from rag_core.demo.answers import DemoAnswerStream, llm_mode
 from rag_core.demo.quotas import Holdings, Ledger, Usage, visitors
 from rag_core.demo.samples import PREPARING_SAMPLES, SAMPLES_DIR, SAMPLES_STOP_WAIT_S, Preparation, load_shared
@@ -110,7 +110,7 @@ class DemoHub:
     def cleanup_idle(self) -> list[str]:
         """Delete the documents of sessions idle longer than the limit, and of owners no live session holds
         (left over from a previous run) once their newest document is older than the limit; returns the owners."""
-        limit_s = self.settings.demo_session_idle_minutes * 60
+        limit_s = self.settings.demo.session_idle_minutes * 60
         now = self.clock()
         expired, live = self.ledger.expire(limit_s)
         newest: dict[str, float] = {}
@@ -265,7 +265,7 @@ class SessionLibrary:
             log.exception("Search failed in a demo session")
             raise DemoTrouble("searching your documents") from e
 
-    def start_answer(self, question: str, history: Sequence[tuple[str, str]] = (),
+    def start_answer(self, question: str, history: Sequence[ChatTurn] = (),
                      doc_ids: Sequence[str] | None = None, k: int | None = None,
                      use_llm: bool = True) -> DemoAnswerStream:
         """Count the question against the rate limit (LimitReached when over), then stream an answer from own and
@@ -279,7 +279,7 @@ class SessionLibrary:
                              owners, use_llm=use_llm and llm_mode(s) == "remote", k=k)
         return DemoAnswerStream(inner)
 
-    def answer(self, question: str, history: Sequence[tuple[str, str]] = (),
+    def answer(self, question: str, history: Sequence[ChatTurn] = (),
                doc_ids: Sequence[str] | None = None, k: int | None = None, use_llm: bool = True) -> Answer:
         """Non-streaming start_answer()."""
         stream = self.start_answer(question, history, doc_ids, k, use_llm)

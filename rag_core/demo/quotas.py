@@ -201,23 +201,23 @@ class Ledger:
         """Check that one more document of `size` bytes fits for the session, its client and the whole demo, and
         reserve room for it; LimitReached (one sentence saying which limit and what to do) when it does not."""
         s = self.settings
-        if size > s.demo_max_file_mb * MB:
+        if size > s.demo.max_file_mb * MB:
             raise LimitReached(f"“{name}” is {size / MB:.1f} MB; the demo accepts files up to "
-                               f"{s.demo_max_file_mb} MB each. Try a smaller file, or run DocChat on your own "
+                               f"{s.demo.max_file_mb} MB each. Try a smaller file, or run DocChat on your own "
                                "computer for larger ones.")
         with self._lock:
             entry = self._entry(session_id)
             peers = self._peers(entry.client)
             held = len(holdings.get(session_id, ())) + entry.pending_files
-            if held >= s.demo_max_files_per_session:
-                n = s.demo_max_files_per_session
+            if held >= s.demo.max_files_per_session:
+                n = s.demo.max_files_per_session
                 raise LimitReached(f"Your demo library already holds {plural(n, 'file')}, the most the demo allows. "
                                    "Remove one on the Library page to add another.")
-            if self._files(peers, holdings) >= s.demo_max_files_per_client:
-                n = s.demo_max_files_per_client
+            if self._files(peers, holdings) >= s.demo.max_files_per_client:
+                n = s.demo.max_files_per_client
                 raise LimitReached(f"This demo already holds {plural(n, 'document')} from your network, the most it "
                                    "allows for one network; delete a document or try again later.")
-            if self._total_files(holdings) >= s.demo_total_files:
+            if self._total_files(holdings) >= s.demo.total_files:
                 raise LimitReached("The demo holds as many visitors' documents as it can right now; try again later, "
                                    "or run DocChat on your own computer.")
             self._check_bytes(session_id, name, size, holdings)
@@ -266,13 +266,13 @@ class Ledger:
         s = self.settings
         entry = self._sessions[session_id]
         peers = self._peers(entry.client)
-        if entry.used_bytes(holdings.get(session_id, ())) + entry.pending_bytes + size > s.demo_max_session_mb * MB:
-            raise LimitReached(f"Adding “{name}” would take your demo library past {s.demo_max_session_mb} MB, "
+        if entry.used_bytes(holdings.get(session_id, ())) + entry.pending_bytes + size > s.demo.max_session_mb * MB:
+            raise LimitReached(f"Adding “{name}” would take your demo library past {s.demo.max_session_mb} MB, "
                                "the most the demo allows per visitor. Remove a document to make room.")
-        if self._bytes(peers, holdings) + size > s.demo_max_client_mb * MB:
+        if self._bytes(peers, holdings) + size > s.demo.max_client_mb * MB:
             raise LimitReached(f"Adding “{name}” would take this demo past its storage limit for your network "
-                               f"({s.demo_max_client_mb} MB); delete a document or try again later.")
-        if self._bytes(self._sessions, holdings) + size > s.demo_total_mb * MB:
+                               f"({s.demo.max_client_mb} MB); delete a document or try again later.")
+        if self._bytes(self._sessions, holdings) + size > s.demo.total_mb * MB:
             raise LimitReached(f"Adding “{name}” would take the demo past its total storage limit; try again later, "
                                "or run DocChat on your own computer.")
 
@@ -281,14 +281,14 @@ class Ledger:
         """Count one question against the per-minute limits of the session, its client and the whole demo
         (LimitReached, saying which limit and how long to wait, when one is reached; nothing is counted then)."""
         s = self.settings
-        self._count(session_id, "questions", (s.demo_questions_per_minute, s.demo_client_questions_per_minute,
-                                              s.demo_questions_per_minute_total))
+        self._count(session_id, "questions", (s.demo.questions_per_minute, s.demo.client_questions_per_minute,
+                                              s.demo.questions_per_minute_total))
 
     def count_render(self, session_id: str) -> None:
         """Count one page image against the per-minute limits of the session, its client and the whole demo."""
         s = self.settings
-        self._count(session_id, "renders", (s.demo_page_renders_per_minute, s.demo_client_page_renders_per_minute,
-                                            s.demo_page_renders_per_minute_total))
+        self._count(session_id, "renders", (s.demo.page_renders_per_minute, s.demo.client_page_renders_per_minute,
+                                            s.demo.page_renders_per_minute_total))
 
     def _count(self, session_id: str, kind: str, limits: tuple[int, int, int]) -> None:
         with self._lock:
@@ -314,16 +314,16 @@ class Ledger:
             entry = self._sessions.get(session_id) or _Session(UNKNOWN_CLIENT, self.clock())
             peers = self._peers(entry.client) if session_id in self._sessions else {session_id: entry}
             held = holdings.get(session_id, ())
-            full = (self._total_files(holdings) >= s.demo_total_files
-                    or self._bytes(self._sessions, holdings) >= s.demo_total_mb * MB)
-            idle_s = s.demo_session_idle_minutes * 60
+            full = (self._total_files(holdings) >= s.demo.total_files
+                    or self._bytes(self._sessions, holdings) >= s.demo.total_mb * MB)
+            idle_s = s.demo.session_idle_minutes * 60
             ends = [e.last_seen + idle_s for sid, e in peers.items() if sid != session_id and holdings.get(sid)]
             freed = max(0.0, min(ends) - self.clock()) + sweep_s if ends else None
-            return Usage(len(held), s.demo_max_files_per_session, entry.used_bytes(held), s.demo_max_session_mb * MB,
-                         s.demo_questions_per_minute,
-                         sum(len(holdings.get(sid, ())) for sid in peers), s.demo_max_files_per_client,
+            return Usage(len(held), s.demo.max_files_per_session, entry.used_bytes(held), s.demo.max_session_mb * MB,
+                         s.demo.questions_per_minute,
+                         sum(len(holdings.get(sid, ())) for sid in peers), s.demo.max_files_per_client,
                          sum(e.used_bytes(holdings.get(sid, ())) for sid, e in peers.items()),
-                         s.demo_max_client_mb * MB, full, freed, s.demo_session_idle_minutes)
+                         s.demo.max_client_mb * MB, full, freed, s.demo.session_idle_minutes)
 
 
 def visitors(owners: Iterable[tuple[str | None, str]], shared: str) -> dict[str, set[str]]:

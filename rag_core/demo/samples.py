@@ -13,7 +13,7 @@ from rag_core.core.app_files import app_dir
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError
 from rag_core.core.formats import ACCEPTED_EXTENSIONS
-from rag_core.core.models import Document, IngestStatus, SourceMeta
+from rag_core.core.models import DocKind, Document, IngestStatus, SourceMeta
 from rag_core.ingest.loaders import load_bytes
 from rag_core.service.library import IngestResult, Library, scoped_doc_id
 from rag_core.sources.wikipedia import LICENSE, article_url, split_sections
@@ -92,7 +92,7 @@ def recorded_wikipedia(data: bytes, file_name: str) -> Document:
     except (ValueError, KeyError, StopIteration, TypeError) as e:
         raise DocChatError(f"The sample “{file_name}” is not a recorded Wikipedia extract.") from e
     lang = "en"
-    source = SourceMeta(file_name=title, title=title, kind="wikipedia",
+    source = SourceMeta(file_name=title, title=title, kind=DocKind.WIKIPEDIA.value,
                         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), url=article_url(lang, title),
                         license=LICENSE, lang=lang, page_id=page_id)
     doc_id = "wp-sample-" + hashlib.sha256(f"{lang}:{page_id}:{source.sha256}".encode()).hexdigest()[:16]

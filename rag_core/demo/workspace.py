@@ -5,11 +5,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from rag_core.core.models import DocumentInfo, Passage
+from rag_core.core.models import ChatTurn, DocumentInfo, Passage
 from rag_core.demo.answers import SAMPLE_QUESTIONS, demo_banner, llm_mode, usage_line
 from rag_core.demo.hub import SHARED_OWNER, SessionLibrary
 from rag_core.service.conversations import Conversations, MemoryConversations
-from rag_core.service.jobs import IngestQueue
+from rag_core.service.jobs import IngestQueue, JobKind
 from rag_core.service.workspace import AnswerStreamLike, Limits, Workspace
 
 log = logging.getLogger(__name__)
@@ -61,13 +61,13 @@ class DemoWorkspace(Workspace):
     def limits(self) -> Limits:
         """The demo's per-file limit and this visitor's quota use (and their network's, when other sessions from
         the same address hold documents too)."""
-        per_file = min(self.settings.max_upload_mb, self.settings.demo_max_file_mb)
+        per_file = min(self.settings.ingest.max_upload_mb, self.settings.demo.max_file_mb)
         return Limits(per_file, usage_line(self.session.usage(), per_file))
 
     def add_file(self, data: bytes, file_name: str) -> str:
         """Check and reserve room now (LimitReached at once), then queue the file."""
         work = self.session.upload_work(data, file_name)
-        return self.submit_job(file_name, work, "file")
+        return self.submit_job(file_name, work, JobKind.FILE)
 
     def import_wikipedia(self, title: str, lang: str = "en") -> str:
         """Check room now (LimitReached at once), then queue the import."""
@@ -77,7 +77,7 @@ class DemoWorkspace(Workspace):
         def work(progress: Any) -> Any:
             return session.import_wikipedia(title, lang, progress)
 
-        return self.submit_job(f"{title} (Wikipedia)", work, "wikipedia")
+        return self.submit_job(f"{title} (Wikipedia)", work, JobKind.WIKIPEDIA)
 
     def refresh_wikipedia(self) -> str:
         """Queue a check of this visitor's own articles (never the samples)."""
@@ -86,12 +86,12 @@ class DemoWorkspace(Workspace):
         def work(progress: Any) -> Any:
             return session.refresh_wikipedia(progress)
 
-        return self.submit_job("Wikipedia articles", work, "refresh")
+        return self.submit_job("Wikipedia articles", work, JobKind.REFRESH)
 
-    def answer_stream(self, question: str, history: Sequence[tuple[str, str]] = (),
+    def answer_stream(self, question: str, history: Sequence[ChatTurn] = (),
                       doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:
         """Count the question against the rate limit (LimitReached), then stream an answer."""
-        return self.session.start_answer(question, history=history, doc_ids=doc_ids, k=self.settings.top_k,
+        return self.session.start_answer(question, history=history, doc_ids=doc_ids, k=self.settings.retrieval.top_k,
                                          use_llm=use_llm)
 
     def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Passage]:

@@ -14,17 +14,18 @@ from pathlib import Path
 from rag_core.core.config import Settings
 from rag_core.core.errors import IngestError
 from rag_core.core.files import reserved_on_windows, write_atomic
+from rag_core.core.models import DocKind
 from rag_core.core.safe_files import read_bytes
 
 log = logging.getLogger(__name__)
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
-KINDS_KEPT = ("pdf", "image")  # the kinds whose pages are drawn: PDFs, and images kept as the PDF they were read as
+KINDS_KEPT = (DocKind.PDF, DocKind.IMAGE)  # the kinds whose pages are drawn: PDFs, and images kept as the PDF they were read as
 
 
 def originals_dir(settings: Settings) -> Path:
     """The folder that holds the private copies."""
-    return settings.data_dir / "originals"
+    return settings.library.data_dir / "originals"
 
 
 def original_path(settings: Settings, doc_id: str) -> Path:
@@ -43,7 +44,7 @@ def save_original(settings: Settings, doc_id: str, data: bytes, kind: str) -> Pa
     path = original_path(settings, doc_id)
     if path.exists():
         return path
-    if kind == "image":
+    if kind == DocKind.IMAGE:
         from rag_core.ingest.loaders.image import image_to_pdf  # Pillow and PyMuPDF only when an image is kept
 
         try:

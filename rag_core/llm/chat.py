@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rag_core.core.config import Settings
+from rag_core.core.config import Provider, Settings
 from rag_core.core.errors import LLMError, OllamaFailed
 from rag_core.llm.ollama import CONNECT_TIMEOUT_S, client_kwargs, translate_error
 
@@ -23,11 +23,11 @@ MODEL_FAILED = ("The language model ({name}) reported a problem ({error}). Try a
                 "how the model is set up.")
 STOP, LENGTH = "stop", "length"
 _LENGTH_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})  # OpenAI, Anthropic, Google spellings
-OLLAMA, OPENAI = "ollama", "openai"  # the providers DOCCHAT_CHAT_MODEL may name
+OLLAMA, OPENAI = Provider.OLLAMA, Provider.OPENAI  # the providers DOCCHAT_CHAT_MODEL may name
 
 
 @functools.lru_cache(maxsize=8)
-def _init_chat_model(provider: str, host: str, model: str, api_key: str | None, timeout: float) -> BaseChatModel:
+def _init_chat_model(provider: Provider, host: str, model: str, api_key: str | None, timeout: float) -> BaseChatModel:
     """One chat model per connection, from LangChain's init_chat_model (building one costs ~40 ms of httpx/SSL
     setup, so it is reused); no retries, so a server that is down is said at once, as for Ollama."""
     from langchain.chat_models import init_chat_model
@@ -47,9 +47,9 @@ def chat_model(settings: Settings, model: str | None = None) -> BaseChatModel:
     """The chat model of these settings (DOCCHAT_CHAT_MODEL; `model` replaces its name); options such as num_ctx
     are passed per call."""
     provider = settings.chat_provider
-    key = settings.openai_api_key if provider == OPENAI else settings.ollama_api_key
+    key = settings.llm.openai_api_key if provider == OPENAI else settings.llm.ollama_api_key
     return _init_chat_model(provider, settings.chat_host, model or settings.chat_model_name, key,
-                            settings.llm_timeout_s)
+                            settings.llm.timeout_s)
 
 
 def chat_messages(system: str, user: str) -> list[BaseMessage]:
@@ -72,7 +72,7 @@ class ChatBackend:
     model: BaseChatModel
     name: str  # for messages and logs
     settings: Settings
-    provider: str | None = None
+    provider: Provider | None = None
 
     @property
     def ollama(self) -> bool:
@@ -81,7 +81,7 @@ class ChatBackend:
 
     def call_kwargs(self, num_ctx: int, num_predict: int, temperature: float | None = None) -> dict[str, Any]:
         """Keyword arguments for model.invoke/stream: the server's options, nothing for other models."""
-        temperature = self.settings.temperature if temperature is None else temperature
+        temperature = self.settings.llm.temperature if temperature is None else temperature
         if self.provider == OPENAI:  # the context window is the server's; the prompt already fits the budget
             return {"max_tokens": num_predict, "temperature": temperature}
         if not self.ollama:

@@ -21,14 +21,14 @@ from typing import Any
 
 import httpx
 
-from rag_core.core.config import Settings
+from rag_core.core.config import Provider, Settings
 from rag_core.llm.server_status import CONNECT_TIMEOUT_S, STATUS_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 
 WINDOW_TTL_S = 60.0  # how long a learnt window is trusted before the server is asked again
 MIN_WINDOW = 512  # below this a reported size is not believed (a broken answer); DocChat keeps its own ceiling
-OPENAI, OLLAMA = "openai", "ollama"
+OPENAI, OLLAMA = Provider.OPENAI, Provider.OLLAMA
 
 
 @dataclass(frozen=True)
@@ -84,11 +84,11 @@ def forget() -> None:
 def fit(settings: Settings, window: int | None) -> Settings:
     """`settings` with DocChat's ceiling lowered to `window` when the server holds less: the reply's room (at most
     half the window) and the history (at most a quarter) shrink with it. Unchanged when the window is unknown."""
-    if window is None or window >= settings.max_context_tokens:
+    if window is None or window >= settings.answer.max_context_tokens:
         return settings
     return settings.model_copy(update={"max_context_tokens": window,
-                                       "answer_tokens": min(settings.answer_tokens, window // 2),
-                                       "history_tokens": min(settings.history_tokens, window // 4)})
+                                       "answer_tokens": min(settings.answer.answer_tokens, window // 2),
+                                       "history_tokens": min(settings.answer.history_tokens, window // 4)})
 
 
 _SIZE_RE = re.compile(r"exceeds? the available context|context[_ ]length[_ ]exceeded|exceed_context_size|"
@@ -109,7 +109,7 @@ def size_refusal(body: Any, message: str) -> tuple[bool, int | None]:
 
 def _get(client: httpx.Client, url: str, settings: Settings) -> Any:
     """The JSON of a GET, or None when the server has no such page."""
-    headers = {"Authorization": f"Bearer {settings.openai_api_key}"} if settings.openai_api_key else {}
+    headers = {"Authorization": f"Bearer {settings.llm.openai_api_key}"} if settings.llm.openai_api_key else {}
     response = client.get(url, headers=headers)
     if response.status_code >= 400:
         return None
@@ -151,9 +151,9 @@ def _entry(listing: Any, model: str) -> dict:
 
 def _ask_ollama(settings: Settings, model: str) -> Window:
     """The model's context_length from Ollama's /api/show (DocChat's num_ctx is the window up to it)."""
-    headers = {"Authorization": f"Bearer {settings.ollama_api_key}"} if settings.ollama_api_key else {}
+    headers = {"Authorization": f"Bearer {settings.llm.ollama_api_key}"} if settings.llm.ollama_api_key else {}
     with httpx.Client(timeout=httpx.Timeout(STATUS_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)) as client:
-        response = client.post(f"{settings.ollama_host.rstrip('/')}/api/show", json={"model": model}, headers=headers)
+        response = client.post(f"{settings.llm.ollama_host.rstrip('/')}/api/show", json={"model": model}, headers=headers)
     if response.status_code >= 400:
         return Window(None)
     info = response.json().get("model_info") or {}

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import ollama
 
-from rag_core.core.config import Settings
+from rag_core.core.config import Provider, Settings
 from rag_core.core.errors import (
     ContextTooSmall,
     LLMError,
@@ -34,40 +34,40 @@ __all__ = ["CONNECT_TIMEOUT_S", "STATUS_TIMEOUT_S", "OllamaStatus", "unreachable
 
 def client_kwargs(settings: Settings, read_timeout: float | None = None) -> dict[str, Any]:
     """httpx options for the ollama client: timeouts and the bearer token when OLLAMA_API_KEY is set."""
-    read = settings.llm_timeout_s if read_timeout is None else read_timeout
+    read = settings.llm.timeout_s if read_timeout is None else read_timeout
     kwargs: dict[str, Any] = {"timeout": httpx.Timeout(read, connect=min(CONNECT_TIMEOUT_S, read))}
-    if settings.ollama_api_key:
-        kwargs["headers"] = {"Authorization": f"Bearer {settings.ollama_api_key}"}
+    if settings.llm.ollama_api_key:
+        kwargs["headers"] = {"Authorization": f"Bearer {settings.llm.ollama_api_key}"}
     return kwargs
 
 
 def make_client(settings: Settings, read_timeout: float | None = None) -> ollama.Client:
     """An official ollama client for settings.ollama_host."""
-    return ollama.Client(host=settings.ollama_host, **client_kwargs(settings, read_timeout))
+    return ollama.Client(host=settings.llm.ollama_host, **client_kwargs(settings, read_timeout))
 
 
 def translate_error(exc: BaseException, settings: Settings, model: str | None = None) -> LLMError:
     """Map a transport or model-server error to the user-facing LLMError that says what to do."""
     if isinstance(exc, LLMError):
         return exc
-    if settings.chat_provider == "openai":
+    if settings.chat_provider == Provider.OPENAI:
         from rag_core.llm.openai_compat import translate_openai_error
 
         return translate_openai_error(exc, settings, model)
     if isinstance(exc, json.JSONDecodeError):  # an answer that is not Ollama's JSON: a web page, another server
-        return WrongServer(settings.ollama_host, "ollama")
+        return WrongServer(settings.llm.ollama_host, Provider.OLLAMA)
     if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
-        return LLMTimeout(settings.llm_timeout_s)
+        return LLMTimeout(settings.llm.timeout_s)
     if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError)):
-        return OllamaUnavailable(settings.ollama_host)
+        return OllamaUnavailable(settings.llm.ollama_host)
     if isinstance(exc, ollama.ResponseError):
         if exc.status_code == 404 and "not found" in str(exc.error).lower():
-            return ModelNotPulled(model or settings.ollama_model)
+            return ModelNotPulled(model or settings.llm.ollama_model)
         if exc.status_code in (401, 403):
-            return OllamaRefused(settings.ollama_host, exc.status_code)
+            return OllamaRefused(settings.llm.ollama_host, exc.status_code)
         refused, window = size_refusal(None, str(exc.error))
         if refused:  # Ollama itself cuts a long prompt silently; a proxy in front of it may refuse instead
-            return ContextTooSmall(window, "ollama", str(exc.error))
+            return ContextTooSmall(window, Provider.OLLAMA, str(exc.error))
         return OllamaFailed(str(exc.error))
     if isinstance(exc, httpx.TransportError):  # ReadError, RemoteProtocolError: the connection dropped
         return StreamInterrupted()
@@ -76,7 +76,7 @@ def translate_error(exc: BaseException, settings: Settings, model: str | None = 
 
 def model_status(settings: Settings) -> OllamaStatus:
     """Whether the chat model's server answers and which models it has (never raises)."""
-    if settings.chat_provider == "openai":
+    if settings.chat_provider == Provider.OPENAI:
         from rag_core.llm.openai_compat import openai_status
 
         return openai_status(settings)
@@ -90,8 +90,8 @@ def ollama_status(settings: Settings) -> OllamaStatus:
         listing = client.list()
     except (httpx.HTTPError, ConnectionError, ollama.ResponseError, ValueError) as e:  # ValueError: not JSON
         err = translate_error(e, settings)
-        log.info("Ollama status at %s: %s (%s)", settings.ollama_host, type(e).__name__, e)
-        return unreachable(err, "ollama")
+        log.info("Ollama status at %s: %s (%s)", settings.llm.ollama_host, type(e).__name__, e)
+        return unreachable(err, Provider.OLLAMA)
     finally:
         client.close()
     names = sorted({m.model for m in listing.models if m.model})
@@ -178,7 +178,7 @@ def pull_model(settings: Settings, name: str) -> Iterator[PullProgress]:
     if not name:
         raise ModelPullFailed(name, "no model name was given")
     # Reading a multi-GB pull can pause for long; only the connection gets the short timeout.
-    client = make_client(settings, read_timeout=max(settings.llm_timeout_s, 300.0))
+    client = make_client(settings, read_timeout=max(settings.llm.timeout_s, 300.0))
     meter = PullMeter()
     try:
         for part in client.pull(name, stream=True):

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import openai
 
-from rag_core.core.config import Settings
+from rag_core.core.config import Provider, Settings
 from rag_core.core.errors import (
     ContextTooSmall,
     LLMError,
@@ -35,7 +35,7 @@ NO_KEY = "not-needed"  # sent when OPENAI_API_KEY is unset: local servers want n
 
 def api_key(settings: Settings) -> str:
     """The key sent to the server (a placeholder when none is set)."""
-    return settings.openai_api_key or NO_KEY
+    return settings.llm.openai_api_key or NO_KEY
 
 
 def headers(settings: Settings) -> dict[str, str]:
@@ -50,24 +50,24 @@ def translate_openai_error(exc: BaseException, settings: Settings, model: str | 
         return exc
     causes = _causes(exc)  # the openai client's transport is httpx2: its errors are told apart by name
     if isinstance(exc, openai.APITimeoutError) and "ConnectTimeout" not in causes:
-        return LLMTimeout(settings.llm_timeout_s)
+        return LLMTimeout(settings.llm.timeout_s)
     if isinstance(exc, openai.APIConnectionError) and causes & _DROPPED:  # the stream was cut after it began
         return StreamInterrupted(SERVER)
     if isinstance(exc, (openai.APIConnectionError, ConnectionError)):
-        return OllamaUnavailable(host, "openai")
+        return OllamaUnavailable(host, Provider.OPENAI)
     if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
-        return OllamaRefused(host, exc.status_code, "openai")
+        return OllamaRefused(host, exc.status_code, Provider.OPENAI)
     if isinstance(exc, openai.NotFoundError):
         if "model" in _message(exc).lower():
-            return ModelNotPulled(name, "openai")
-        return WrongServer(host, "openai", "“not found” (HTTP 404) for /chat/completions")
+            return ModelNotPulled(name, Provider.OPENAI)
+        return WrongServer(host, Provider.OPENAI, "“not found” (HTTP 404) for /chat/completions")
     if isinstance(exc, openai.APIStatusError):
         refused, window = size_refusal(exc.body, _message(exc))
         if refused:  # llama.cpp: HTTP 400 exceed_context_size_error; OpenAI, vLLM: context_length_exceeded
-            return ContextTooSmall(window, "openai", _message(exc))
+            return ContextTooSmall(window, Provider.OPENAI, _message(exc))
         return OllamaFailed(f"HTTP {exc.status_code}: {_message(exc)}", SERVER)
     if isinstance(exc, (openai.APIResponseValidationError, ValueError)):  # a web page, not the API's JSON
-        return WrongServer(host, "openai")
+        return WrongServer(host, Provider.OPENAI)
     if causes & _DROPPED:
         return StreamInterrupted(SERVER)
     return OllamaFailed(type(exc).__name__, SERVER)
@@ -102,17 +102,17 @@ def openai_status(settings: Settings) -> OllamaStatus:
         with httpx.Client(timeout=httpx.Timeout(STATUS_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)) as client:
             response = client.get(f"{host}/models", headers=headers(settings))
         if response.status_code in (401, 403):
-            return unreachable(OllamaRefused(host, response.status_code, "openai"), "openai")
+            return unreachable(OllamaRefused(host, response.status_code, Provider.OPENAI), Provider.OPENAI)
         if response.status_code >= 400:
-            return unreachable(WrongServer(host, "openai", f"HTTP {response.status_code} for /models"), "openai")
+            return unreachable(WrongServer(host, Provider.OPENAI, f"HTTP {response.status_code} for /models"), Provider.OPENAI)
         models = _model_ids(response.json())
     except (httpx.TimeoutException, httpx.ConnectError, httpx.TransportError) as e:
         log.info("Model server status at %s: %s (%s)", host, type(e).__name__, e)
-        return unreachable(OllamaUnavailable(host, "openai"), "openai")
+        return unreachable(OllamaUnavailable(host, Provider.OPENAI), Provider.OPENAI)
     except (json.JSONDecodeError, TypeError, KeyError) as e:  # a web page, or JSON of another kind
         log.info("Model server status at %s: not the API's JSON (%s)", host, e)
-        return unreachable(WrongServer(host, "openai", "a page that is not a model list"), "openai")
-    return OllamaStatus(reachable=True, models=models, provider="openai")
+        return unreachable(WrongServer(host, Provider.OPENAI, "a page that is not a model list"), Provider.OPENAI)
+    return OllamaStatus(reachable=True, models=models, provider=Provider.OPENAI)
 
 
 LISTING_TTL_S = 10.0  # how long a server's model list is trusted before an answer asks for it again
@@ -134,7 +134,7 @@ def unserved_model(settings: Settings, model: str) -> ModelNotPulled | None:
     status = cached[1]
     if not status.reachable or not status.models or status.has_model(model):
         return None
-    return ModelNotPulled(model, "openai")
+    return ModelNotPulled(model, Provider.OPENAI)
 
 
 def _model_ids(listing: Any) -> list[str]:

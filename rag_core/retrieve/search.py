@@ -216,7 +216,7 @@ def explain(store: Store, query: str, qv: QueryVectors, passages: list[Passage],
         cosine = max((cosines[_key(c)] for c in chunks if _key(c) in cosines), default=None)
         bm25 = max((lexical[_key(c)] for c in chunks if _key(c) in lexical), default=None)
         out.append(replace(p, match=match_for(cosine, bm25, shared_words(asked, p.chunk.text),
-                                              store.settings.min_relevance)))
+                                              store.settings.retrieval.min_relevance)))
     return out
 
 

@@ -19,6 +19,7 @@ from rag_core.core.models import (
     Chunk,
     Citation,
     CitationStatus,
+    DocKind,
     Match,
     MatchKind,
     MatchLevel,
@@ -311,7 +312,7 @@ def _source_line(n: int, c: Citation) -> list[str]:
     title = _plain(chunk.source.title or chunk.source.file_name or "Untitled")
     where = render.location_label(chunk)
     head = f"**[{n}]** {title}" + (f", {_plain(where)}" if where else "")
-    if chunk.source.file_name and chunk.source.kind != "wikipedia" and chunk.source.file_name != chunk.source.title:
+    if chunk.source.file_name and chunk.source.kind != DocKind.WIKIPEDIA and chunk.source.file_name != chunk.source.title:
         head += f" ({_plain(chunk.source.file_name)})"
     url = render.safe_source_url(chunk)
     lines = [head + (f" — {url}" if url else "")]

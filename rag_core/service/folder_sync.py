@@ -148,7 +148,7 @@ def diff_folder(library: Library, links: FolderLinks, path: str | Path, remember
     docs = {d.doc_id: d for d in library.documents()}
     known = set(docs)
     notes = [printable_text(n) for n in scan.notes]  # sentences quoting names: shown, so UTF-8
-    max_bytes = library.settings.max_upload_mb << 20
+    max_bytes = library.settings.ingest.max_upload_mb << 20
     ids = {f.rel: _classify(link, scan.pin, f, known, max_bytes, notes) for f in scan.files}
     in_use = {d for d in ids.values() if d}
     changes: list[FileChange] = []

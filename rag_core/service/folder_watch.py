@@ -128,7 +128,7 @@ class FolderWatch:
 
 def watch_for(library: Library) -> FolderWatch:
     """The one FolderWatch of this process for `library`'s data folder."""
-    key = os.path.realpath(library.settings.data_dir)
+    key = os.path.realpath(library.settings.library.data_dir)
     with _WATCHES_GUARD:
         watch = _WATCHES.get(key)
         if watch is None or watch.library is not library:

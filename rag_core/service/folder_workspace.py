@@ -22,6 +22,7 @@ from rag_core.ingest.folder_confine import verify
 from rag_core.ingest.folder_scan import scan_folder
 from rag_core.service.folder_sync import Bucket, FolderDiff, remove_change
 from rag_core.service.folder_watch import FolderCheck, watch_for
+from rag_core.service.jobs import JobKind
 from rag_core.service.linked_folders import LinkedFolder, needs_confirmation
 from rag_core.service.wiki_changes import apply_any
 
@@ -51,7 +52,7 @@ class LinkedFolders:
 
     settings: Settings
 
-    def submit_job(self, label: str, work: Work, kind: str) -> str:
+    def submit_job(self, label: str, work: Work, kind: JobKind) -> str:
         raise NotImplementedError  # Workspace's: a job of this person's queue
 
     def linked_folders(self) -> list[LinkedFolder]:
@@ -158,7 +159,7 @@ class LocalLinkedFolders(LinkedFolders):
             def work(progress: Any, change: Any = change) -> Any:
                 return apply_any(library, links, diff.folder, change, progress)
 
-            jobs.append(self.submit_job(change.shown, work, "file"))
+            jobs.append(self.submit_job(change.shown, work, JobKind.FILE))
         watch.forget(diff.folder)
         return Applied(tuple(jobs), tuple(removed), tuple(failed))
 

@@ -52,6 +52,14 @@ class JobState(StrEnum):
     DONE = "done"
 
 
+class JobKind(StrEnum):
+    """What a job adds (how pages describe it)."""
+
+    FILE = "file"
+    WIKIPEDIA = "wikipedia"  # an article imported from Wikipedia
+    REFRESH = "refresh"  # imported articles checked for newer revisions
+
+
 @dataclass(frozen=True)
 class JobView:
     """A snapshot of one queued, running or finished ingest."""
@@ -64,7 +72,7 @@ class JobView:
     done: int = 0
     total: int = 0
     result: Any = None  # what the work returned (IngestResult for files), set when done
-    kind: str = "file"  # "file" | "wikipedia" | "refresh" (how pages describe it)
+    kind: JobKind = JobKind.FILE
     submitted: float = 0.0
     ended: float = 0.0  # when it finished (the queue's clock), 0 until then
     stopping: bool = False  # Stop was pressed; it ends at its next check
@@ -108,7 +116,7 @@ class IngestQueue:
         self.keep_per_owner = keep_per_owner
         self.keep_for_s = keep_for_s
         self.clock = clock
-        self.workers = workers or library.settings.ingest_workers
+        self.workers = workers or library.settings.ingest.workers
         self._jobs: dict[str, JobView] = {}
         self._work: dict[str, Work] = {}
         self._cancel: dict[str, threading.Event] = {}  # job id -> set when Stop was pressed (queued and running)
@@ -122,7 +130,7 @@ class IngestQueue:
         self._discarding: list[threading.Thread] = []  # running the work of jobs stopped while queued
 
     # -- submitting ----------------------------------------------------------
-    def submit(self, label: str, work: Work, owner: str | None = None, kind: str = "file") -> str:
+    def submit(self, label: str, work: Work, owner: str | None = None, kind: JobKind = JobKind.FILE) -> str:
         """Queue a unit of work (it gets a progress callback and returns a result); returns the job id."""
         job_id = uuid.uuid4().hex
         with self._changed:
@@ -168,7 +176,7 @@ class IngestQueue:
                                          stopping=True)
             self._changed.notify_all()
         log.info("Removed %s from the queue (cancelled)", job.label)
-        if job.kind != "file":
+        if job.kind != JobKind.FILE:
             return True
         # a file's work still runs once, already cancelled, so the room it reserved (demo) is released: it stops at
         # its first deadline check, before reading anything big
@@ -286,7 +294,7 @@ class IngestQueue:
                 self._update(job_id, state=JobState.RUNNING, stage="")
                 with cancellable(event):
                     result = self._execute(job_id, view.label, work)
-                if event.is_set() and view.kind == "file" and getattr(result, "status", None) == IngestStatus.FAILED:
+                if event.is_set() and view.kind == JobKind.FILE and getattr(result, "status", None) == IngestStatus.FAILED:
                     result = _stopped(view.label)  # stopped by hand: whatever it failed with on the way out
                 self._update(job_id, state=JobState.DONE, result=result, ended=self.clock())
             finally:

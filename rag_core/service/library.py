@@ -87,7 +87,7 @@ class Library:
     def __init__(self, settings: Settings, embedder: Embedder | None = None, store: Store | None = None,
                  progress: Progress | None = None) -> None:
         self.settings = settings
-        self.embedder = embedder or Embedder(settings.embedding_model)
+        self.embedder = embedder or Embedder(settings.library.embedding_model)
         if store is None:  # a library of the previous release is upgraded first (`progress`: "upgrading")
             migrate_if_needed(settings, self.embedder, progress)
         self.store = store or open_store(settings, self.embedder)
@@ -101,7 +101,7 @@ class Library:
     def deadline(self, file_name: str) -> Deadline:
         """The time budget of one file (DOCCHAT_INGEST_TIMEOUT_S), starting now: pass it to `load_bytes` and then
         to `ingest_document`, so reading the file counts too."""
-        return Deadline(self.settings.ingest_timeout_s, file_name)
+        return Deadline(self.settings.ingest.timeout_s, file_name)
 
     def ingest_document(self, doc: Document, owner: str | None = None, progress: Progress | None = None,
                         label: str | None = None, original: bytes | None = None,
@@ -127,7 +127,7 @@ class Library:
         doc = replace(doc, source=stamp(doc.source))
         progress("chunking", 0, 1)
         self._refuse_if_too_slow(doc, deadline)
-        chunks = chunk_document(doc, self.embedder, self.settings.chunk_tokens, deadline=deadline)
+        chunks = chunk_document(doc, self.embedder, self.settings.ingest.chunk_tokens, deadline=deadline)
         if not chunks:
             raise NoText(doc.source.file_name)
         chunks = _flagged(chunks, doc.hidden_text, deadline)  # instructions addressed to an AI, shown beside citations
@@ -154,7 +154,7 @@ class Library:
         if deadline.left() == float("inf"):
             return
         started = time.monotonic()
-        est = estimate(doc, self.embedder, self.settings.chunk_tokens)
+        est = estimate(doc, self.embedder, self.settings.ingest.chunk_tokens)
         if est.passages < _PROJECT_FROM or not est.samples:
             return  # small: it just runs (the deadline still holds)
         chunking_s = (time.monotonic() - started) * _CHUNKING_PASSES * len(doc.text) / max(est.sampled_chars, 1)

@@ -78,7 +78,7 @@ def folder_key(path: str | Path) -> str:
 def needs_confirmation(path: str | Path, settings: Settings) -> bool:
     """True when a folder is outside the user's home folder and DocChat's data folder (linking it is confirmed)."""
     real = Path(os.path.realpath(folder_key(path)))
-    homes = [Path(os.path.realpath(Path.home())), Path(os.path.realpath(settings.data_dir))]
+    homes = [Path(os.path.realpath(Path.home())), Path(os.path.realpath(settings.library.data_dir))]
     return not any(real == h or h in real.parents for h in homes)
 
 
@@ -105,7 +105,7 @@ class FolderLinks:
     """The linked folders of this computer's library (local mode only)."""
 
     def __init__(self, settings: Settings, path: Path | None = None) -> None:
-        self.path = path or settings.data_dir / FILE_NAME
+        self.path = path or settings.library.data_dir / FILE_NAME
         self._lock = lock_for(self.path)
         self._file = os.path.realpath(self.path)
 

@@ -86,7 +86,7 @@ class FilePreferences:
 
     def __init__(self, base: Settings, path: Path | None = None) -> None:
         self.base = base
-        self.path = path or base.data_dir / FILE_NAME
+        self.path = path or base.library.data_dir / FILE_NAME
         self._lock = lock_for(self.path)  # shared by every FilePreferences of this file in this process
 
     def load(self) -> dict[str, Any]:

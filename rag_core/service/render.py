@@ -275,7 +275,7 @@ def ocr_options(settings: Settings) -> OcrOptions:
     """How scanned pages are read again to find a passage on them (the settings the loader used)."""
     from rag_core.ingest.loaders.ocr import OcrOptions
 
-    return OcrOptions(settings.ocr, settings.ocr_language, settings.ocr_dpi)
+    return OcrOptions(settings.ingest.ocr, settings.ingest.ocr_language, settings.ingest.ocr_dpi)
 
 
 def render_pdf_page(pdf: bytes, page: int, passage: str, evidence: str | None = None, zoom: float = 2.0,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, DocumentNotFound, WikipediaPageMissing
-from rag_core.core.models import Document, DocumentInfo, Progress
+from rag_core.core.models import DocKind, Document, DocumentInfo, Progress
 from rag_core.sources.wikipedia.client import (
     Disambiguation,
     LatestRevision,
@@ -96,7 +96,7 @@ class RefreshReport:
 
 # -- import ------------------------------------------------------------------------
 def _same_page(d: DocumentInfo, lang: str, page_id: int, owner: str | None) -> bool:
-    return d.kind == "wikipedia" and d.lang == lang and d.page_id == page_id and d.owner == owner
+    return d.kind == DocKind.WIKIPEDIA and d.lang == lang and d.page_id == page_id and d.owner == owner
 
 
 def _retire(library: Library, doc_ids: list[str]) -> tuple[str, ...]:
@@ -162,7 +162,7 @@ def refresh(library: Library, settings: Settings, dry_run: bool = False, owners:
             doc_ids: Collection[str] | None = None) -> RefreshReport:
     """Check every imported article's latest revision (or only `doc_ids`); replace changed ones (in one step: a
     question sees the old revision or the new one), flag removed ones, keep failed ones."""
-    docs = [d for d in library.documents(owners) if d.kind == "wikipedia" and (doc_ids is None or d.doc_id in doc_ids)]
+    docs = [d for d in library.documents(owners) if d.kind == DocKind.WIKIPEDIA and (doc_ids is None or d.doc_id in doc_ids)]
     buckets: dict[str, list[RefreshItem]] = {"unchanged": [], "changed": [], "removed": [], "failed": []}
     by_lang: dict[str, list[tuple[DocumentInfo, int]]] = {}  # (document, its page id)
     for d in docs:

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rag_core.core.config import Settings
-from rag_core.core.models import Answer, DocumentInfo, Passage, RetrievalTest
+from rag_core.core.config import Provider, Settings
+from rag_core.core.models import Answer, ChatTurn, DocKind, DocumentInfo, Passage, RetrievalTest
 from rag_core.llm.ollama import OllamaStatus, PullProgress
 from rag_core.service.conversations import (
     Conversation,
@@ -31,7 +31,7 @@ from rag_core.service.conversations import (
 from rag_core.service.folder_sync import Bucket, FileChange, FolderDiff
 from rag_core.service.folder_watch import FolderCheck
 from rag_core.service.folder_workspace import Applied, LinkedFolders, LocalLinkedFolders
-from rag_core.service.jobs import IngestQueue, JobView, Work
+from rag_core.service.jobs import IngestQueue, JobKind, JobView, Work
 from rag_core.service.linked_folders import LinkedFolder
 from rag_core.service.live import LiveAnswer
 from rag_core.service.preferences import SETTING_CHOICES, FilePreferences, MemoryPreferences, Preferences
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Applied", "Bucket", "Conversation", "FileChange", "FolderCheck", "FolderDiff", "JobView", "Limits",
+__all__ = ["Applied", "Bucket", "Conversation", "FileChange", "FolderCheck", "FolderDiff", "JobKind", "JobView", "Limits",
            "LinkedFolder", "Listing", "LiveAnswer", "LocalWorkspace", "OllamaStatus", "PullProgress", "RefreshReport",
            "WikiImportResult", "Workspace"]
 
@@ -109,7 +109,7 @@ class Workspace(LinkedFolders):
 
     def has_own_articles(self, docs: Iterable[DocumentInfo]) -> bool:
         """True when some of `docs` are Wikipedia articles this person imported (and may check for updates)."""
-        return any(d.kind == "wikipedia" and not self.is_read_only(d) for d in docs)
+        return any(d.kind == DocKind.WIKIPEDIA and not self.is_read_only(d) for d in docs)
 
     def delete(self, doc_id: str) -> DocumentInfo:
         """Delete one document with its chunks and saved original (SampleReadOnly / DocumentNotFound)."""
@@ -129,10 +129,10 @@ class Workspace(LinkedFolders):
 
     def limits(self) -> Limits:
         """The largest file accepted and, in the demo, how much of the quota is used."""
-        return Limits(self.settings.max_upload_mb)
+        return Limits(self.settings.ingest.max_upload_mb)
 
     # -- adding (in the background queue) -------------------------------------------
-    def submit_job(self, label: str, work: Work, kind: str) -> str:
+    def submit_job(self, label: str, work: Work, kind: JobKind) -> str:
         """Queue `work` as one of this person's jobs (the subclasses' add_file and imports); returns the job id."""
         return self.queue.submit(label, work, owner=self.owner, kind=kind)
 
@@ -175,12 +175,12 @@ class Workspace(LinkedFolders):
         self.queue.forget([j.id for j in self.jobs(job_ids)])
 
     # -- asking ----------------------------------------------------------------------
-    def ask(self, question: str, history: Sequence[tuple[str, str]] = (), doc_ids: Sequence[str] | None = None,
+    def ask(self, question: str, history: Sequence[ChatTurn] = (), doc_ids: Sequence[str] | None = None,
             use_llm: bool = True) -> LiveAnswer:
         """Start answering on a thread: the run reports each step (StageEvent), streams its text, can be stopped."""
         return LiveAnswer(self.answer_stream(question, history, doc_ids, use_llm))
 
-    def answer_stream(self, question: str, history: Sequence[tuple[str, str]] = (),
+    def answer_stream(self, question: str, history: Sequence[ChatTurn] = (),
                       doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:
         """The answer as a stream iterated by the caller (the command line, benchmarks): text, then `answer`."""
         raise NotImplementedError
@@ -231,12 +231,12 @@ class Workspace(LinkedFolders):
         from rag_core.retrieve.search import level_bounds
 
         question = " ".join(question.split())
-        low_below, high_from = level_bounds(self.settings.min_relevance)
+        low_below, high_from = level_bounds(self.settings.retrieval.min_relevance)
         if not question:
             return RetrievalTest(question, message=TEST_NO_QUESTION, low_below=low_below, high_from=high_from)
         if not self.documents():
             return RetrievalTest(question, message=TEST_EMPTY_LIBRARY, low_below=low_below, high_from=high_from)
-        found = tuple(self._test_search(question, self.settings.top_k))
+        found = tuple(self._test_search(question, self.settings.retrieval.top_k))
         return RetrievalTest(question, found, None if found else TEST_NOTHING_FOUND, low_below, high_from)
 
     def _test_search(self, question: str, k: int) -> list[Passage]:
@@ -259,8 +259,8 @@ class Workspace(LinkedFolders):
         if not model:
             return "warn", "No model is chosen yet, so answers quote your documents directly. Pick one in Settings."
         if not status.has_model(model):
-            where = "installed in Ollama yet" if status.provider == "ollama" else "offered by the model server"
-            fix = ("You can download it in Settings." if status.provider == "ollama"
+            where = "installed in Ollama yet" if status.provider == Provider.OLLAMA else "offered by the model server"
+            fix = ("You can download it in Settings." if status.provider == Provider.OLLAMA
                    else "Pick one of its models in Settings.")
             return "warn", f"The model “{model}” is not {where}, so answers quote your documents directly. {fix}"
         return "ok", f"Answers are written by {model} from your documents, with sources beside each reply."
@@ -277,7 +277,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
     def __init__(self, library: Library, queue: IngestQueue, settings: Settings | None = None) -> None:
         super().__init__(settings or library.settings, queue, owner=None)
         self.library = library
-        self.conversations = FileConversations(library.settings.data_dir / "conversations")
+        self.conversations = FileConversations(library.settings.library.data_dir / "conversations")
 
     def preferences(self) -> Preferences:
         """The Settings page's choices, saved in the data dir."""
@@ -306,7 +306,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
         def work(progress: Any) -> Any:
             return library.ingest_bytes(data, file_name, progress=progress)
 
-        return self.submit_job(file_name, work, "file")
+        return self.submit_job(file_name, work, JobKind.FILE)
 
     def import_wikipedia(self, title: str, lang: str = "en") -> str:
         """Queue one article import."""
@@ -317,7 +317,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
         def work(progress: Any) -> Any:
             return import_article(library, settings, title, lang=lang, progress=progress)
 
-        return self.submit_job(f"{title} (Wikipedia)", work, "wikipedia")
+        return self.submit_job(f"{title} (Wikipedia)", work, JobKind.WIKIPEDIA)
 
     def refresh_wikipedia(self) -> str:
         """Queue a check of every imported article."""
@@ -328,16 +328,16 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
         def work(progress: Any) -> Any:
             return refresh(library, settings, progress=progress)
 
-        return self.submit_job("Wikipedia articles", work, "refresh")
+        return self.submit_job("Wikipedia articles", work, JobKind.REFRESH)
 
-    def answer_stream(self, question: str, history: Sequence[tuple[str, str]] = (),
+    def answer_stream(self, question: str, history: Sequence[ChatTurn] = (),
                       doc_ids: Sequence[str] | None = None, use_llm: bool = True) -> AnswerStreamLike:
         """Stream an answer written by the configured model (or quoted, without one)."""
         from rag_core.answer.generation import start_answer
 
         return start_answer(self.library, question, self.settings, history=history,
                             doc_ids=None if doc_ids is None else list(doc_ids), use_llm=use_llm,
-                            k=self.settings.top_k)
+                            k=self.settings.retrieval.top_k)
 
     def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Passage]:
         """Top-k passages from the whole library (or the chosen documents)."""

@@ -56,14 +56,14 @@ class Upgrade:
 
 def old_folder(settings: Settings) -> Path:
     """The previous release's embedded library folder (qdrant-client local mode) of these settings."""
-    return settings.data_dir / "qdrant"
+    return settings.library.data_dir / "qdrant"
 
 
 def upgrade_state(settings: Settings) -> str:
     """"server" (QDRANT_URL: nothing to migrate), "none" (no old library), "done" (migrated) or "needed"."""
-    if settings.qdrant_url:
+    if settings.library.qdrant_url:
         return "server"
-    if not (old_folder(settings) / "collection" / settings.collection).is_dir():
+    if not (old_folder(settings) / "collection" / settings.library.collection).is_dir():
         return "none"
     return "done" if (edge_path(settings) / MARKER).is_file() else "needed"
 
@@ -140,7 +140,7 @@ def _build(settings: Settings, embedder: Embedder, temp: Path, progress: Progres
         meta = _check_model(settings, client, embedder)
         store = Store(EdgeBackend(temp), settings, embedder)
         try:
-            documents, passages = _copy(client, store, settings.collection, progress)
+            documents, passages = _copy(client, store, settings.library.collection, progress)
             store.backend.write_meta({**meta, "embedding_model": embedder.name, "dim": embedder.dim,
                                       "lexical": LEXICAL_VERSION, "migrated_at": now_iso()})
             if store.count_chunks() != passages or len(store.list_documents()) != documents:
@@ -160,7 +160,7 @@ def _build(settings: Settings, embedder: Embedder, temp: Path, progress: Progres
 
 def _check_model(settings: Settings, client: Any, embedder: Embedder) -> dict[str, Any]:
     """The old library's metadata; LibraryUpgradeFailed unless it was built with this embedding model."""
-    config = client.get_collection(settings.collection).config
+    config = client.get_collection(settings.library.collection).config
     meta = dict(config.metadata or {})
     built_with = meta.get("embedding_model") or embedder.name
     vectors = config.params.vectors
@@ -177,11 +177,11 @@ def _copy(client: Any, store: Store, collection: str, progress: Progress | None)
     from rag_core.store.backends.client import ClientBackend
 
     old = ClientBackend(client, collection, serialize=False)  # the old layout is the server backend's layout
-    complete = [e for e in old.entries(COMPLETE) if e.get("doc_id")]
+    complete = [e for e in old.entries(COMPLETE) if e.doc_id]
     unfinished = len(old.entries(PENDING))
     if unfinished:
         log.warning("Leaving out %d documents whose adding never finished", unfinished)
-    keep = {e["doc_id"] for e in complete}
+    keep = {e.doc_id for e in complete}
     total = client.count(collection, exact=True).count
     log.warning("Upgrading your library to the new search engine (%d documents, %d passages; nothing is embedded "
                 "again)…", len(complete), total)
@@ -222,7 +222,7 @@ def _reencoded(store: Store, points: Sequence[RawPoint]) -> list[RawPoint]:
 
 
 def _failed(settings: Settings, reason: str, fix: str = "", env: str = "") -> LibraryUpgradeFailed:
-    return LibraryUpgradeFailed(str(settings.data_dir.resolve()), reason, fix=fix, env=env)
+    return LibraryUpgradeFailed(str(settings.library.data_dir.resolve()), reason, fix=fix, env=env)
 
 
 def _unreadable(settings: Settings, e: BaseException) -> LibraryUpgradeFailed:

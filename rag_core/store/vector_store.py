@@ -32,7 +32,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rag_core.core.config import Settings
 from rag_core.core.errors import DiskFull, DocChatError, DocumentNotFound, EmbeddingModelMismatch
@@ -47,6 +47,7 @@ from rag_core.store.backends import (
     SUPERSEDED,
     Backend,
     RawPoint,
+    RegistryEntry,
     Scope,
     Search,
     journal,
@@ -92,15 +93,11 @@ def now_iso() -> str:
 
 
 def _pending(source: SourceMeta, chunks: list[Chunk], pages: int | None, owner: str | None, vectors: tuple,
-             **more: Any) -> tuple[dict[str, Any], list[RawPoint]]:
+             replaces: str | None = None) -> tuple[RegistryEntry, list[RawPoint]]:
     """A new document's registry entry and its chunk points, both "pending" (invisible until complete)."""
     dense, sparse = vectors
-    entry: dict[str, Any] = {
-        "doc_id": chunks[0].doc_id, "title": source.title, "kind": source.kind, "pages": pages, "chunks": len(chunks),
-        "added_at": source.added_at or now_iso(), "file_name": source.file_name, "url": source.url,
-        "sha256": source.sha256, "revision_id": source.revision_id, "lang": source.lang,
-        "page_id": source.page_id, "owner": owner, "flags": [], STATUS_KEY: PENDING, "started": time.time(), **more,
-    }
+    entry = RegistryEntry.pending(chunks[0].doc_id, source, pages, len(chunks), owner, source.added_at or now_iso(),
+                                  replaces=replaces)
     points = []
     for i, c in enumerate(chunks):
         payload = document_payload(chunk_to_document(c, owner))
@@ -122,7 +119,7 @@ class Store:
         self.backend = backend
         self.settings = settings
         self.embedder = embedder
-        self.collection = settings.collection
+        self.collection = settings.library.collection
         self._lock = threading.RLock()  # writes only: add/delete are multi-step sequences
         self._unfinished: set[str] = set()  # adds / deletes not finished or undone (a full disk): retried on writes
         self.gate = SwapGate()  # searches share it; replacing a changed file's passages holds it alone
@@ -177,8 +174,8 @@ class Store:
                 left = journal.unfinished(self.backend, PENDING_GRACE_S, self._unfinished)
             self._unfinished &= set(left)
             for doc_id, p in left.items():
-                half = "indexed" if p.get(STATUS_KEY) == PENDING else "deleted"
-                log.warning("Removing half-%s document %s (%s)", half, doc_id, p.get("title"))
+                half = "indexed" if p.status == PENDING else "deleted"
+                log.warning("Removing half-%s document %s (%s)", half, doc_id, p.title or None)
                 try:
                     with self._engine("finish removing a document"):
                         journal.finish(self.backend, doc_id)
@@ -211,9 +208,9 @@ class Store:
         """The complete document with this id (visible to `owners`), or None."""
         with self._engine("be read"):
             p = self.backend.get_entry(doc_id)
-        if not p or p.get(STATUS_KEY) != COMPLETE:
+        if not p or p.status != COMPLETE:
             return None
-        if owners is not None and p.get("owner") not in list(owners):
+        if owners is not None and p.owner not in list(owners):
             return None
         return info_from_entry(p)
 
@@ -265,7 +262,7 @@ class Store:
                         self.backend.delete_document(doc_id)
                     upsert_batched(self.backend, points, UPSERT_BATCH, progress)
                     self.backend.set_status(doc_id, COMPLETE)
-                    entry[STATUS_KEY] = COMPLETE
+                    entry = entry.with_status(COMPLETE)
                     self.backend.put_entry(entry)
                     self.backend.flush()
             except BaseException as e:
@@ -315,7 +312,7 @@ class Store:
             p = self.backend.get_entry(doc_id)
             if not p:
                 raise DocumentNotFound(doc_id)
-            self.backend.put_entry({**p, "flags": flags})
+            self.backend.put_entry(replace(p, flags=tuple(flags)))
             self.backend.flush()
 
     def delete(self, doc_id: str, owners: Iterable[str | None] | None = None) -> DocumentInfo:
@@ -329,7 +326,7 @@ class Store:
             if info is None or p is None:
                 raise DocumentNotFound(doc_id)
             with self._engine(f"remove “{info.title}”", f"“{info.title}” was not removed"):
-                self.backend.put_entry({**p, STATUS_KEY: DELETING})
+                self.backend.put_entry(p.with_status(DELETING))
                 self.backend.flush()
             try:
                 with self._engine(f"remove “{info.title}”"):
@@ -361,8 +358,8 @@ class Store:
             self.backend.flush()
         return done
 
-    def import_entry(self, entry: dict[str, Any]) -> None:
-        """Write one registry entry as given (the keys add_chunks writes: doc_id, title, ..., status), flushed."""
+    def import_entry(self, entry: RegistryEntry) -> None:
+        """Write one registry entry as given (what add_chunks writes: doc_id, title, ..., status), flushed."""
         with self._lock:
             self.backend.put_entry(entry)
             self.backend.flush()
@@ -374,9 +371,9 @@ class Store:
         the old one is gone already, a plain add."""
         doc_id = chunks[0].doc_id
         old = self.backend.get_entry(old_id)
-        if old is None or old.get(STATUS_KEY) != COMPLETE or old_id == doc_id:
+        if old is None or old.status != COMPLETE or old_id == doc_id:
             return self.add_chunks(source, chunks, pages, progress=progress, vectors=vectors)
-        entry, points = _pending(source, chunks, pages, old.get("owner"), vectors, replaces=old_id)
+        entry, points = _pending(source, chunks, pages, old.owner, vectors, replaces=old_id)
         name = source.file_name or source.title
         action, outcome = f"save the new version of “{name}”", f"“{name}” was not updated and your library was not changed"
         with self._lock:
@@ -391,7 +388,7 @@ class Store:
                 self.backend.flush()  # the journal entry (with `replaces`) is on disk before any point is
             try:
                 with self._engine(action, outcome):
-                    self._swap_in(doc_id, old_id, entry, points, bool(existing), progress)
+                    entry = self._swap_in(doc_id, old_id, entry, points, bool(existing), progress)
             except BaseException as e:
                 log.warning("Replacing %s failed (%s); rolling back", name, e)
                 self._undo(doc_id)  # journal.finish shows the old version again...
@@ -400,8 +397,8 @@ class Store:
             self._drop_old(old, entry)
         return info_from_entry(entry)
 
-    def _swap_in(self, doc_id: str, old_id: str, entry: dict[str, Any], points: list[RawPoint], existing: bool,
-                 progress: Progress | None) -> None:
+    def _swap_in(self, doc_id: str, old_id: str, entry: RegistryEntry, points: list[RawPoint], existing: bool,
+                 progress: Progress | None) -> RegistryEntry:
         """Write the new version's points, then make it complete and the old one superseded with no search between."""
         if existing:
             self.backend.delete_document(doc_id)
@@ -409,45 +406,46 @@ class Store:
         with self.gate.swapping():  # no search between these two calls
             self.backend.set_status(doc_id, COMPLETE)
             self.backend.set_status(old_id, SUPERSEDED)
-        entry[STATUS_KEY] = COMPLETE
+        entry = entry.with_status(COMPLETE)
         self.backend.put_entry(entry)
         self.backend.flush()
+        return entry
 
     def _show_again(self, old_id: str) -> None:
         """Make a replaced version searchable again after a failed replacement (when its entry is still complete)."""
         try:
             with self._engine("undo a failed update"):
                 old = self.backend.get_entry(old_id)
-                if old is not None and old.get(STATUS_KEY) == COMPLETE:
+                if old is not None and old.status == COMPLETE:
                     with self.gate.swapping():
                         self.backend.set_status(old_id, COMPLETE)
                     self.backend.flush()
         except DocChatError as e:  # a full disk: the next open finds it complete with hidden passages (`repair`)
             log.warning("Could not show the old version %s again yet (%s)", old_id, e)
 
-    def _drop_old(self, old: dict[str, Any], entry: dict[str, Any] | None) -> None:
+    def _drop_old(self, old: RegistryEntry, entry: RegistryEntry | None) -> None:
         """Delete the replaced version, then forget `replaces` (`entry`: the new version's, whose `replaces` already
         journals the deletion; None: marked "deleting" first); a failure is finished at the next write."""
         try:
             with self._engine("remove the old version of a file"):
                 if entry is None:
-                    self.backend.put_entry({**old, STATUS_KEY: DELETING})
+                    self.backend.put_entry(old.with_status(DELETING))
                     self.backend.flush()
-                journal.finish(self.backend, old["doc_id"])
+                journal.finish(self.backend, old.doc_id)
                 if entry is None:
                     self.backend.flush()
                 else:  # not flushed now (the next write or closing does it): until then `replaces` journals this step
-                    self.backend.put_entry({k: v for k, v in entry.items() if k != "replaces"})
+                    self.backend.put_entry(replace(entry, replaces=None))
         except Exception as e:  # noqa: BLE001 - the new version is in; the old one is hidden and removed later
-            log.warning("Could not remove the old version %s yet (%s)", old["doc_id"], e)
-            self._unfinished.add(old["doc_id"])
+            log.warning("Could not remove the old version %s yet (%s)", old.doc_id, e)
+            self._unfinished.add(old.doc_id)
 
     def retire(self, old_id: str) -> None:
         """Remove the old version of a file whose new version is in the library already (hidden first, then
         deleted)."""
         with self._lock:
             old = self.backend.get_entry(old_id)
-            if old is None or old.get(STATUS_KEY) != COMPLETE:
+            if old is None or old.status != COMPLETE:
                 return
             with self._engine("remove the old version of a file"), self.gate.swapping():
                 self.backend.set_status(old_id, SUPERSEDED)
@@ -462,7 +460,7 @@ class Store:
                 raise DocumentNotFound(doc_id)
             with self._engine(f"remove “{info.title}”", f"“{info.title}” was not removed"):
                 self.backend.set_status(doc_id, REMOVED)
-                self.backend.put_entry({**entry, STATUS_KEY: REMOVED, "removed_at": time.time()})
+                self.backend.put_entry(entry.with_status(REMOVED, removed_at=time.time()))
                 self.backend.flush()
         return info
 
@@ -470,12 +468,11 @@ class Store:
         """Undo `remove`: the document is in the listing and searched again (DocumentNotFound when not removed)."""
         with self._lock:
             entry = self.backend.get_entry(doc_id)
-            if entry is None or entry.get(STATUS_KEY) != REMOVED or (owners is not None and
-                                                                      entry.get("owner") not in list(owners)):
+            if entry is None or entry.status != REMOVED or (owners is not None and entry.owner not in list(owners)):
                 raise DocumentNotFound(doc_id)
-            with self._engine(f"restore “{entry.get('title')}”"):
+            with self._engine(f"restore “{entry.title}”"):
                 self.backend.set_status(doc_id, COMPLETE)
-                self.backend.put_entry({k: v for k, v in entry.items() if k != "removed_at"} | {STATUS_KEY: COMPLETE})
+                self.backend.put_entry(entry.with_status(COMPLETE, removed_at=None))
                 self.backend.flush()
         return info_from_entry(entry)
 
@@ -483,16 +480,16 @@ class Store:
         """Removed documents that can still be restored, with when they were removed (epoch seconds), newest first."""
         with self._engine("be read"):
             entries = self.backend.entries(REMOVED, None if owners is None else list(owners))
-        found = [(info_from_entry(e), float(e.get("removed_at") or 0)) for e in entries]
+        found = [(info_from_entry(e), float(e.removed_at or 0)) for e in entries]
         return sorted(found, key=lambda d: d[1], reverse=True)
 
     def purge(self, doc_id: str) -> None:
         """Delete a removed document for good (journalled like any delete)."""
         with self._lock, self._engine("empty the removed documents"):
             entry = self.backend.get_entry(doc_id)
-            if entry is None or entry.get(STATUS_KEY) != REMOVED:
+            if entry is None or entry.status != REMOVED:
                 return
-            self.backend.put_entry({**entry, STATUS_KEY: DELETING})
+            self.backend.put_entry(entry.with_status(DELETING))
             self.backend.flush()
             journal.finish(self.backend, doc_id)
             self.backend.flush()

@@ -28,7 +28,7 @@ def hostile_library(library):
                    source=SourceMeta(file_name="report.md", title=TITLE, kind="md", sha256="hostile"))
     assert library.ingest_document(doc).status == "added"
     library.close()
-    return str(library.settings.data_dir)
+    return str(library.settings.library.data_dir)
 
 
 def shown(out: str) -> None:

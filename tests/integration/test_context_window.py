@@ -248,7 +248,7 @@ def test_the_cli_shows_one_warning_line_and_the_traceback_only_with_verbose(tmp_
         srv.default = Reply(status=500, error_body="out of memory")
         settings = _settings(tmp_path, srv.base_url)
         _library(settings, embedder).close()
-        env = {**os.environ, "DOCCHAT_DATA_DIR": str(settings.data_dir), "DOCCHAT_CHAT_MODEL": f"openai:{ALIAS}",
+        env = {**os.environ, "DOCCHAT_DATA_DIR": str(settings.library.data_dir), "DOCCHAT_CHAT_MODEL": f"openai:{ALIAS}",
                "OPENAI_BASE_URL": srv.base_url, "PYTHONPATH": str(root)}
         runs = [subprocess.run([sys.executable, "-m", "rag_core", "ask", QUESTION, *flag], cwd=root, env=env,
                                capture_output=True, text=True, timeout=300) for flag in ([], ["-v"])]

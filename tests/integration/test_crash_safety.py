@@ -184,7 +184,9 @@ def test_adding_a_damaged_document_again_repairs_it(kind, settings, embedder, tm
         first = {status: library.ingest_path(path) for status, path in files.items()}
         for status, r in first.items():
             assert r.status == "added" and r.chunks >= 6, r
-            backend.put_entry({**(backend.get_entry(r.doc_id) or {}), "status": status})
+            entry = backend.get_entry(r.doc_id)
+            assert entry is not None
+            backend.put_entry(entry.with_status(status))
             _remove_every_third_point(backend, r.doc_id)
         assert [d.doc_id for d in library.documents()] == [first["complete"].doc_id]  # listed, yet not all there
         assert library.store.intact(first["complete"].doc_id) is None
@@ -246,7 +248,7 @@ class FailingQdrant(ThreadedServer):
 def test_server_failures_are_sentences_and_a_full_server_disk_says_so(settings, tmp_path):
     """A store whose Qdrant server fails every request: reads are one sentence; a server reporting a full disk makes
     an add say so (its roll-back is retried later); a server that stopped is "could not be reached"."""
-    store = open_bare_store("server", str(settings.data_dir))
+    store = open_bare_store("server", str(settings.library.data_dir))
     add_synthetic(store, OTHER, 12, seed=1)
     store.backend.client.close()  # from here on the store talks to a failing server
     with FailingQdrant() as server:

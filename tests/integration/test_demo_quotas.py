@@ -49,7 +49,7 @@ def clock():
 
 
 def hub_for(library, clock, **kw) -> DemoHub:
-    return DemoHub(library, demo(library.settings.data_dir, **kw), clock=clock)
+    return DemoHub(library, demo(library.settings.library.data_dir, **kw), clock=clock)
 
 
 def note(i: int) -> bytes:
@@ -278,9 +278,9 @@ def test_client_address_rules():
 def test_quota_settings_are_bounded_and_named():
     s = load_settings({"DOCCHAT_DEMO_MAX_FILES_PER_CLIENT": "7", "DOCCHAT_DEMO_TRUST_PROXY": "true",
                        "DOCCHAT_DEMO_TOTAL_MB": "300", "DOCCHAT_DEMO_PAGE_RENDERS_PER_MINUTE": "4"})
-    assert (s.demo_max_files_per_client, s.demo_trust_proxy, s.demo_total_mb, s.demo_page_renders_per_minute) == (
+    assert (s.demo.max_files_per_client, s.demo.trust_proxy, s.demo.total_mb, s.demo.page_renders_per_minute) == (
         7, True, 300, 4)
-    assert load_settings({}).demo_trust_proxy is False
+    assert load_settings({}).demo.trust_proxy is False
     for var in ("DOCCHAT_DEMO_MAX_FILES_PER_CLIENT", "DOCCHAT_DEMO_MAX_CLIENT_MB", "DOCCHAT_DEMO_TOTAL_FILES",
                 "DOCCHAT_DEMO_CLIENT_QUESTIONS_PER_MINUTE", "DOCCHAT_DEMO_QUESTIONS_PER_MINUTE_TOTAL",
                 "DOCCHAT_DEMO_PAGE_RENDERS_PER_MINUTE_TOTAL", "DOCCHAT_DEMO_CLIENT_PAGE_RENDERS_PER_MINUTE"):

@@ -98,8 +98,8 @@ def test_app_service_wiring(compose):
     assert env["OLLAMA_HOST"] == "http://ollama:11434"
     assert env["DOCCHAT_OLLAMA_MODEL"] == f"${{DOCCHAT_OLLAMA_MODEL:-{DEFAULT_OLLAMA_MODEL}}}"
     settings = load_settings({k: v for k, v in env.items() if "${" not in v})
-    assert settings.qdrant_url == "http://qdrant:6333" and settings.ollama_host == "http://ollama:11434"
-    assert str(settings.data_dir) == "/data" and "docchat_data:/data" in app["volumes"]
+    assert settings.library.qdrant_url == "http://qdrant:6333" and settings.llm.ollama_host == "http://ollama:11434"
+    assert str(settings.library.data_dir) == "/data" and "docchat_data:/data" in app["volumes"]
     assert app["depends_on"] == {"qdrant": {"condition": "service_healthy"},
                                  "ollama": {"condition": "service_healthy"},
                                  "ollama-pull": {"condition": "service_completed_successfully"}}
@@ -178,7 +178,7 @@ def test_qdrant_url_that_does_not_answer_is_a_friendly_error(tmp_path):
 
 def test_without_qdrant_url_the_store_is_embedded_on_disk(tmp_path):
     settings = load_settings({"DOCCHAT_DATA_DIR": str(tmp_path / "data")})
-    assert settings.qdrant_url is None
+    assert settings.library.qdrant_url is None
     backend = open_backend(settings)
     try:
         assert type(backend).__name__ == "EdgeBackend"

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -162,7 +163,7 @@ def test_vanished_folder_is_one_sentence_and_changes_nothing(lib, settings, fold
 def test_a_search_during_a_replacement_sees_one_version(settings):
     """Searches run in a loop while a 40-passage document is replaced 6 times: each sees the old version or the
     new one, never both or neither; and the two status changes happen with the gate held alone."""
-    store = open_bare_store("edge", str(settings.data_dir))
+    store = open_bare_store("edge", str(settings.library.data_dir))
     try:
         src, chunks, vectors = synthetic_document(store, "v0", 40, seed=0)
         store.add_chunks(src, chunks, None, vectors=vectors)
@@ -328,8 +329,8 @@ def test_a_removed_document_is_kept_30_days_then_purged(lib, settings, folder):
     assert len(ws.removed_documents()) == 2
     old = next(d for d in ws.removed_documents() if d.file_name == "lighthouse.txt")
     entry = lib.store.backend.get_entry(old.doc_id)
-    assert entry["status"] == REMOVED
-    lib.store.backend.put_entry({**entry, "removed_at": time.time() - REMOVED_KEPT_S - 60})  # removed 30 days ago
+    assert entry is not None and entry.status == REMOVED
+    lib.store.backend.put_entry(replace(entry, removed_at=time.time() - REMOVED_KEPT_S - 60))  # removed 30 days ago
     assert [d.file_name for d in ws.removed_documents()] == ["bees.md"]
     assert lib.store.backend.get_entry(old.doc_id) is None
     assert lib.store.count_chunks() == sum(d.chunks for d in lib.documents()) + ws.removed_documents()[0].chunks
@@ -339,7 +340,7 @@ def test_a_removed_document_is_kept_30_days_then_purged(lib, settings, folder):
 def test_a_failed_replacement_leaves_the_old_version_searchable(settings, fail_at):
     from rag_core.core.errors import DiskFull
 
-    store = open_bare_store("edge", str(settings.data_dir))
+    store = open_bare_store("edge", str(settings.library.data_dir))
     try:
         src, chunks, vectors = synthetic_document(store, "old", 6, seed=1)
         store.add_chunks(src, chunks, None, vectors=vectors)

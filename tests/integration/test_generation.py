@@ -53,7 +53,7 @@ from rag_core.answer.notices import (
 )
 from rag_core.core.config import Settings
 from rag_core.core.errors import LLMTimeout, StreamInterrupted
-from rag_core.core.models import Answer, AnswerMode
+from rag_core.core.models import Answer, AnswerMode, ChatTurn, Role
 from rag_core.core.text import is_refusal
 from rag_core.llm.chat import MODEL_FAILED
 from rag_core.service.library import Library
@@ -113,8 +113,8 @@ def test_streams_answer_with_numbered_sources_and_citations(docs_library, server
     zen = ans.citations[0].passage.chunk
     assert zen.source.file_name == "docx_headings_toc.docx"
     assert "Beautiful is better than ugly." in zen.text
-    assert len(ans.passages) == llm_settings.top_k and ans.context_passages == llm_settings.top_k
-    assert ans.relevance is not None and ans.relevance >= llm_settings.min_relevance
+    assert len(ans.passages) == llm_settings.retrieval.top_k and ans.context_passages == llm_settings.retrieval.top_k
+    assert ans.relevance is not None and ans.relevance >= llm_settings.retrieval.min_relevance
 
     (req,) = server.chat_requests
     assert req["model"] == MODEL and req["stream"] is True
@@ -131,10 +131,10 @@ def test_streams_answer_with_numbered_sources_and_citations(docs_library, server
     assert user["content"].rstrip().endswith("citing them as [n].")
     assert f"Question: {ZEN_Q}" in user["content"]
     opts = req["options"]
-    assert opts["temperature"] == llm_settings.temperature
-    assert opts["num_predict"] == llm_settings.answer_tokens
-    need = estimate_tokens(system["content"]) + estimate_tokens(user["content"]) + llm_settings.answer_tokens
-    assert need <= opts["num_ctx"] <= llm_settings.max_context_tokens
+    assert opts["temperature"] == llm_settings.llm.temperature
+    assert opts["num_predict"] == llm_settings.answer.answer_tokens
+    need = estimate_tokens(system["content"]) + estimate_tokens(user["content"]) + llm_settings.answer.answer_tokens
+    assert need <= opts["num_ctx"] <= llm_settings.answer.max_context_tokens
     assert opts["num_ctx"] == NUM_CTX_MIN  # small prompt: the stable default size
     assert ans.extra["timings"]["first_token"] > 0
 
@@ -212,7 +212,7 @@ def test_irrelevant_question_is_answered_honestly_without_calling_the_model(docs
     assert ans.mode == "not_found" and ans.citations == ()
     assert "".join(deltas) == ans.text == NOT_FOUND_REPLY
     assert ans.notice == NOTICE_NOT_RELEVANT
-    assert ans.relevance < llm_settings.min_relevance
+    assert ans.relevance < llm_settings.retrieval.min_relevance
     assert server.chat_requests == []  # no invented answer: the model was not even asked
 
 
@@ -238,8 +238,8 @@ def test_empty_library_says_what_to_do(library, server, llm_settings):
 def test_follow_up_is_rewritten_before_retrieval(docs_library, server, llm_settings):
     standalone = "What do the aphorisms say about namespaces?"
     server.script(Reply(standalone), Reply("Namespaces are one honking great idea [1]."))
-    history = [("user", "Which aphorisms does the text list?"),
-               ("assistant", "It is a list of aphorisms such as 'Beautiful is better than ugly' [1].")]
+    history = [ChatTurn("user", "Which aphorisms does the text list?"),
+               ChatTurn("assistant", "It is a list of aphorisms such as 'Beautiful is better than ugly' [1].")]
     _, ans = _run(gen.start_answer(docs_library, "and what does it say about those?", llm_settings,
                                    history=history))
     rewrite, final = server.chat_requests
@@ -254,17 +254,22 @@ def test_follow_up_is_rewritten_before_retrieval(docs_library, server, llm_setti
 
 
 def test_history_is_bounded_by_its_token_budget():
-    history = [("user", "q" * 300), ("assistant", "a" * 300), ("user", "old " * 10), ("assistant", "b" * 60)]
+    history = [ChatTurn(Role.USER, "q" * 300), ChatTurn(Role.ASSISTANT, "a" * 300), ChatTurn(Role.USER, "old " * 10),
+               ChatTurn(Role.ASSISTANT, "b" * 60)]
     kept = bound_history(history, budget_tokens=130)
     assert kept == history[2:]  # newest turns that fit, oldest dropped first
-    assert sum(estimate_tokens(t) + MESSAGE_OVERHEAD_TOKENS for _, t in kept) <= 130
-    one = bound_history([("assistant", "x" * 3000)], budget_tokens=100)
-    assert len(one) == 1 and estimate_tokens(one[0][1]) + MESSAGE_OVERHEAD_TOKENS <= 100
-    assert bound_history([("system", "ignored"), ("user", "")], 100) == []
+    assert sum(estimate_tokens(t.text) + MESSAGE_OVERHEAD_TOKENS for t in kept) <= 130
+    one = bound_history([ChatTurn("assistant", "x" * 3000)], budget_tokens=100)
+    assert len(one) == 1 and estimate_tokens(one[0].text) + MESSAGE_OVERHEAD_TOKENS <= 100
+    assert one[0].role == Role.ASSISTANT
+    assert bound_history([ChatTurn("user", "")], 100) == []
+    with pytest.raises(ValueError):
+        ChatTurn("system", "ignored")  # type: ignore[arg-type]
 
 
 def test_follow_up_without_a_model_uses_the_previous_question(docs_library, llm_settings):
-    history = [("user", "Which aphorisms does the text list?"), ("assistant", "A list of aphorisms.")]
+    history = [ChatTurn(Role.USER, "Which aphorisms does the text list?"),
+               ChatTurn(Role.ASSISTANT, "A list of aphorisms.")]
     _, ans = _run(gen.start_answer(docs_library, "what does it say about namespaces?", llm_settings,
                                    history=history, use_llm=False))
     assert ans.standalone_question == "Which aphorisms does the text list? what does it say about namespaces?"
@@ -318,7 +323,7 @@ def test_ollama_down_falls_back_to_extractive_with_reason_and_fix(docs_library, 
     assert "quoted from your documents" in ans.notice  # what the reply is, in plain words ...
     assert "Ollama" not in ans.notice and "extractive" not in ans.notice  # no word a new user never heard of ...
     assert "ollama serve" not in ans.notice and "127.0.0.1" not in ans.notice  # a sentence for people ...
-    assert "ollama serve" in ans.extra["details"] and down.ollama_host in ans.extra["details"]  # ... details apart
+    assert "ollama serve" in ans.extra["details"] and down.llm.ollama_host in ans.extra["details"]  # ... details apart
     assert "Beautiful is better than ugly" in ans.text and ans.citations
 
 
@@ -334,7 +339,8 @@ def test_missing_model_falls_back_with_pull_advice(docs_library, server, llm_set
 def test_follow_up_with_ollama_down_does_not_wait_twice(docs_library, llm_settings):
     down = llm_settings.with_overrides(ollama_host=f"http://127.0.0.1:{_closed_port()}")
     _, ans = _run(gen.start_answer(docs_library, "and what about namespaces?", down,
-                                   history=[("user", "Which is better, flat or nested?"), ("assistant", "Flat.")]))
+                                   history=[ChatTurn(Role.USER, "Which is better, flat or nested?"),
+                                            ChatTurn(Role.ASSISTANT, "Flat.")]))
     assert ans.mode == "quotes" and "ollama serve" in ans.extra["details"]
     assert ans.standalone_question.startswith("Which is better, flat or nested?")
 
@@ -390,7 +396,7 @@ def test_length_limit_keeps_only_the_backed_sentences(docs_library, server, llm_
     assert ans.incomplete and ans.mode == "model" and ans.extra["ended"] == "length"
     assert ans.notice == f"{NOTICE_LENGTH} {NOTICE_LEFT_OUT_ONE}"
     details = ans.extra["details"]
-    assert details.startswith(DETAILS_LENGTH.format(n=llm_settings.answer_tokens))
+    assert details.startswith(DETAILS_LENGTH.format(n=llm_settings.answer.answer_tokens))
     assert "Queen Victoria" in details and "Queen Victoria" not in ans.text
     assert [s.status for s in ans.sentences] == ["verified", "verified"]
     assert [(c.n, c.status) for c in ans.citations] == [(1, "verified")]
@@ -457,7 +463,7 @@ def test_length_limit_marks_incomplete(docs_library, server, llm_settings):
     _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
     assert ans.incomplete and ans.notice == NOTICE_LENGTH and ans.citations
     assert "DOCCHAT_ANSWER_TOKENS" not in ans.notice
-    assert ans.extra["details"] == DETAILS_LENGTH.format(n=llm_settings.answer_tokens)
+    assert ans.extra["details"] == DETAILS_LENGTH.format(n=llm_settings.answer.answer_tokens)
 
 
 def test_reasoning_block_is_not_shown(docs_library, server, llm_settings):
@@ -607,7 +613,7 @@ def test_cli_ask_json_and_streaming(library, server, monkeypatch, capsys):
 
     assert library.ingest_path(DOCS / "docx_headings_toc.docx").status == "added"
     library.close()  # the CLI opens the folder itself (one Qdrant client per folder)
-    data_dir = str(library.settings.data_dir)
+    data_dir = str(library.settings.library.data_dir)
     monkeypatch.setenv("OLLAMA_HOST", server.url)
     monkeypatch.setenv("DOCCHAT_OLLAMA_MODEL", "other:1b")
     server.models.append("other:1b")
@@ -684,7 +690,8 @@ def test_any_langchain_chat_model_writes_a_cited_answer(docs_library, server, no
 def test_a_chat_model_rewrites_follow_ups_and_reports_its_length_limit(docs_library, server, no_ollama):
     standalone = "What do the aphorisms say about namespaces?"
     model = CutOffChatModel(messages=iter([standalone, "Namespaces are one honking great idea [1] and"]))
-    history = [("user", "Which aphorisms does the text list?"), ("assistant", "A list of aphorisms [1].")]
+    history = [ChatTurn(Role.USER, "Which aphorisms does the text list?"),
+               ChatTurn(Role.ASSISTANT, "A list of aphorisms [1].")]
     _, ans = _run(gen.start_answer(docs_library, "and what does it say about those?", no_ollama, history=history,
                                    chat_model=model))
     rewrite, final = model.calls

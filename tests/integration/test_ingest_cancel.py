@@ -122,7 +122,7 @@ def test_a_demo_visitor_stops_only_their_own_file_and_its_room_is_given_back(lib
     from rag_core.demo.workspace import DemoWorkspace
     from tests.integration.test_demo_quotas import demo
 
-    hub = DemoHub(library, demo(library.settings.data_dir, demo_max_files_per_session=1))
+    hub = DemoHub(library, demo(library.settings.library.data_dir, demo_max_files_per_session=1))
     queue = IngestQueue(library, workers=2)
     try:
         alice = DemoWorkspace(hub.session(new_session_id(), "203.0.113.7"), queue)

@@ -242,7 +242,7 @@ def test_no_more_jobs_run_at_once_than_workers(library):
     assert q.wait(ids, 30)
     assert peak[0] == 2
     q.close()
-    assert IngestQueue(library).workers == library.settings.ingest_workers == 2
+    assert IngestQueue(library).workers == library.settings.ingest.workers == 2
 
 
 @pytest.mark.timeout(180, func_only=True)

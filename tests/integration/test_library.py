@@ -176,7 +176,7 @@ def test_second_client_on_same_folder_is_refused_politely(settings, embedder, cl
         with pytest.raises(LibraryBusy) as e:
             Library(settings, embedder=embedder)
         assert "another DocChat process" in str(e.value)
-        p = cli("list", "--json", env={"DOCCHAT_DATA_DIR": str(settings.data_dir)})
+        p = cli("list", "--json", env={"DOCCHAT_DATA_DIR": str(settings.library.data_dir)})
         assert p.returncode != 0 and "another DocChat process" in p.stdout + p.stderr
         assert "Traceback" not in p.stderr
         assert library.ingest_path(DOCS / "pdf_non-latin_arabic.pdf").status == "added"

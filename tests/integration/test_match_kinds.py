@@ -104,7 +104,7 @@ def test_local_retrieval_test_ranks_passages_and_answers_empty_cases(topical, tm
         assert len(test.passages) == 3  # the top 5 (DOCCHAT_TOP_K) of a library of three one-passage documents
         assert test.passages[0].chunk.doc_id == "doc-pump" and test.passages[0].match is not None
         assert [p.score for p in test.passages] == sorted((p.score for p in test.passages), reverse=True)
-        assert (test.low_below, test.high_from) == (ws.settings.min_relevance, 0.5)
+        assert (test.low_below, test.high_from) == (ws.settings.retrieval.min_relevance, 0.5)
         assert ws.test_retrieval("   ").message == TEST_NO_QUESTION
     finally:
         queue.close()

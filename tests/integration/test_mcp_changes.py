@@ -39,7 +39,7 @@ def test_library_changes_lists_each_linked_folder_and_changes_nothing(settings, 
     (folder / "new.txt").write_text("A brand new note about the harbour.")
     shutil.rmtree(other)
     lib.close()
-    records = (settings.data_dir / "linked_folders.json").read_bytes()
+    records = (settings.library.data_dir / "linked_folders.json").read_bytes()
     holder = LibraryHolder(settings, idle_close_s=0, embedder=embedder)
     server = build_server(settings, holder)
 
@@ -66,7 +66,7 @@ def test_library_changes_lists_each_linked_folder_and_changes_nothing(settings, 
         run_async(main)
     finally:
         holder.close()
-    assert (settings.data_dir / "linked_folders.json").read_bytes() == records  # nothing written
+    assert (settings.library.data_dir / "linked_folders.json").read_bytes() == records  # nothing written
     lib = Library(settings, embedder=embedder)
     try:
         assert [d.file_name for d in lib.documents()] == ["keeper.txt"]

@@ -84,7 +84,8 @@ def test_first_open_upgrades_everything_and_only_once(data_dir, embedder, monkey
             assert (d.added_at, d.file_name, d.url, d.sha256, d.revision_id, d.lang, d.page_id, d.pages) == (
                 entry["added_at"], entry["file_name"], entry["url"], entry["sha256"], entry["revision_id"],
                 entry["lang"], entry["page_id"], entry["pages"])
-            assert lib.store.backend.get_entry(doc_id) == entry  # the registry entry as it was, same point id
+            stored = lib.store.backend.get_entry(doc_id)  # the registry entry as it was, same point id
+            assert stored is not None and stored.to_payload() == entry
         assert docs[WIKI].url == "https://en.wikipedia.org/wiki/Python_(programming_language)"
 
         new = {p.id: p for batch in lib.store.backend.points() for p in batch}

@@ -65,7 +65,7 @@ def _dense_scan(pages: int) -> bytes:
 
 
 def test_a_500_page_scan_is_refused_after_one_page_instead_of_after_the_whole_time_limit(library):
-    assert library.settings.ingest_timeout_s == 300  # the default limit
+    assert library.settings.ingest.timeout_s == 300  # the default limit
     before = _state(library)
     data = _dense_scan(500)
     seen: list[tuple[str, int, int]] = []

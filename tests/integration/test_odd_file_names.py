@@ -93,7 +93,7 @@ def test_a_linked_folder_with_latin1_names_syncs_rereads_and_removes(lib, settin
     results = [apply_change(lib, links, diff.folder, c) for c in chosen(diff)]
     assert [r.status for r in results] == ["added"] * len(TEXT), [r.error for r in results]
     _utf8_json([r.as_json() for r in results])
-    assert json.loads((settings.data_dir / "linked_folders.json").read_bytes())  # the records: valid JSON
+    assert json.loads((settings.library.data_dir / "linked_folders.json").read_bytes())  # the records: valid JSON
     again = diff_folder(lib, FolderLinks(settings), folder)  # the exact names survive the records' round trip
     assert again.counts()[Bucket.UNCHANGED] == len(TEXT) and not again.pending
 

@@ -188,7 +188,7 @@ def test_a_web_page_at_the_address_is_a_friendly_sentence(museum, tmp_path, prov
 def test_cli_ask_with_the_openai_setting(museum, server, cli):
     museum.close()  # the CLI opens the folder itself
     env = {"DOCCHAT_CHAT_MODEL": f"openai:{MODEL}", "OPENAI_BASE_URL": server.base_url,
-           "DOCCHAT_DATA_DIR": str(museum.settings.data_dir)}
+           "DOCCHAT_DATA_DIR": str(museum.settings.library.data_dir)}
     server.script(Reply(BACKED), Reply(BACKED))
     run = cli("ask", QUESTION, "--json", env=env)
     assert run.returncode == 0, run.stderr
@@ -212,4 +212,4 @@ def test_the_hosted_demo_uses_a_hosted_openai_compatible_model_visitors_cannot_c
     assert llm_mode(hosted) == "remote" and "written by the AI model gpt-4o-mini" in demo_banner(hosted)
     assert llm_mode(hosted.with_overrides(openai_api_key=None)) == "extractive"  # no key: quotes, no model call
     visitor = session_settings(hosted, {"chat_model": "openai:other", "openai_base_url": "http://evil.example/v1"})
-    assert (visitor.chat_model, visitor.openai_base_url) == (hosted.chat_model, hosted.openai_base_url)
+    assert (visitor.llm.chat_model, visitor.llm.openai_base_url) == (hosted.llm.chat_model, hosted.llm.openai_base_url)

@@ -181,13 +181,13 @@ def test_half_indexed_documents_are_invisible(library):
     """Points of a document still being stored (status "pending", as a crashed ingest leaves them) are filtered out
     inside Qdrant by every method, and the relevance ignores them too."""
     from rag_core.ingest.chunking import chunk_document
-    from rag_core.store.backends import PENDING, RawPoint
+    from rag_core.store.backends import PENDING, RawPoint, RegistryEntry
     from rag_core.store.vector_store import chunk_to_document, document_payload
 
     library.ingest_document(_doc("bees"))
     store = library.store
     chunks = chunk_document(replace(_doc("bees"), doc_id="doc-pending"), store.embedder)
-    store.backend.put_entry({"doc_id": "doc-pending", "status": PENDING, "started": 0})
+    store.backend.put_entry(RegistryEntry("doc-pending", status=PENDING, started=0))
     dense, sparse = store.embed_chunks(chunks)
     points = []
     for i, c in enumerate(chunks):
@@ -279,7 +279,7 @@ def test_eval_on_own_questions_jsonl(settings, embedder, tmp_path, capsys):
         {"question": "What is Mount Fuji built from?", "expected": "layers of hardened lava"},
         {"question": "Who rules a bee colony?", "expected": "a phrase that appears nowhere"},
     ]) + "\n", encoding="utf-8")
-    code, rep = _eval_json(capsys, "--dataset", str(qs), "--data-dir", str(settings.data_dir),
+    code, rep = _eval_json(capsys, "--dataset", str(qs), "--data-dir", str(settings.library.data_dir),
                            "--methods", "vector", search.DEFAULT_METHOD)
     assert code == 0 and rep["dataset"] == "mine" and rep["questions"] == 3
     assert rep["methods"][search.DEFAULT_METHOD]["recall@5"] == pytest.approx(2 / 3, abs=1e-3)

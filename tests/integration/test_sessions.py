@@ -318,14 +318,14 @@ def test_failures_never_show_paths_or_tracebacks(hub, demo_lib, monkeypatch):
     assert bad.path == "x.pdf"
 
     def boom(*a, **kw):
-        raise RuntimeError(f"disk error in {demo_lib.settings.data_dir}/qdrant/collection")
+        raise RuntimeError(f"disk error in {demo_lib.settings.library.data_dir}/qdrant/collection")
 
     monkeypatch.setattr(demo_lib.store, "run", boom)
     with pytest.raises(DemoTrouble) as err:
         s.search("anything")
-    assert str(demo_lib.settings.data_dir) not in str(err.value) and "Traceback" not in str(err.value)
+    assert str(demo_lib.settings.library.data_dir) not in str(err.value) and "Traceback" not in str(err.value)
     stream = s.start_answer("Which is better, beautiful or ugly?")
     list(stream)  # the answer pipeline turns the failure into one safe sentence instead of raising
     ans = stream.answer
     assert ans.incomplete and ans.notice
-    assert str(demo_lib.settings.data_dir) not in ans.notice + ans.text and "Traceback" not in ans.notice
+    assert str(demo_lib.settings.library.data_dir) not in ans.notice + ans.text and "Traceback" not in ans.notice

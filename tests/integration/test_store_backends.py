@@ -21,7 +21,7 @@ from rag_core.core.errors import LibraryBusy
 from rag_core.core.models import Chunk, Document, Section, SourceMeta
 from rag_core.ingest.chunking import chunk_document
 from rag_core.retrieve.search import METHODS, embed_queries, retrieve, retrieve_scored
-from rag_core.store.backends import COMPLETE, PENDING, RawPoint, Scope, Search, has_local_mode_library
+from rag_core.store.backends import COMPLETE, PENDING, RawPoint, RegistryEntry, Scope, Search, has_local_mode_library
 from rag_core.store.vector_store import chunk_to_document, document_payload
 
 pytestmark = pytest.mark.remembered_vectors  # the same files are added again and again: each vector computed once
@@ -183,12 +183,13 @@ def test_leftovers_of_a_crash_are_removed_on_open(library, settings, embedder):
     store = library.store
     chunks = chunk_document(_doc("ghost", TEXTS["bees"] + " Ghost."), embedder)
     dense, sparse = store.embed_chunks(chunks)
-    store.backend.put_entry({"doc_id": "doc-ghost", "status": PENDING, "started": 0, "title": "Ghost"})
+    store.backend.put_entry(RegistryEntry("doc-ghost", status=PENDING, started=0, title="Ghost"))
     payloads = [document_payload(chunk_to_document(c, None)) for c in chunks]
     store.backend.upsert([RawPoint(c.point_id, dense[i], sparse[i], {**p, "metadata": {**p["metadata"], "status": PENDING}})
                           for i, (c, p) in enumerate(zip(chunks, payloads, strict=True))])
-    half_deleted = store.backend.get_entry(ids["tea"]) or {}
-    store.backend.put_entry({**half_deleted, "status": "deleting"})
+    half_deleted = store.backend.get_entry(ids["tea"])
+    assert half_deleted is not None
+    store.backend.put_entry(half_deleted.with_status("deleting"))
     total = store.count_chunks()
     library.close()
     reopened = open_library(library.kind, settings, embedder)
@@ -196,7 +197,7 @@ def test_leftovers_of_a_crash_are_removed_on_open(library, settings, embedder):
         s = reopened.store
         assert s.backend.get_entry("doc-ghost") is None and s.backend.get_entry(ids["tea"]) is None
         assert {d.doc_id for d in reopened.documents()} == {ids["bees"], ids["volcano"], ids["pump"]}
-        assert s.count_chunks() == total - len(chunks) - half_deleted["chunks"]
+        assert s.count_chunks() == total - len(chunks) - half_deleted.chunks
         assert s.count_chunks() == sum(d.chunks for d in reopened.documents())
     finally:
         reopened.close()
@@ -212,7 +213,7 @@ def test_second_open_of_an_embedded_library_is_busy(settings, embedder):
             from rag_core.store.backends.edge import EdgeBackend
             from rag_core.core.errors import LibraryBusy
             try:
-                EdgeBackend(__import__("pathlib").Path({str(settings.data_dir / "edge" / settings.collection)!r}))
+                EdgeBackend(__import__("pathlib").Path({str(settings.library.data_dir / "edge" / settings.library.collection)!r}))
             except LibraryBusy as e:
                 print("busy", type(e.__cause__).__name__)
         """)
@@ -333,7 +334,9 @@ def test_import_points_copies_a_library_exactly(library, tmp_path, embedder):
                                                                    if k != "status"}}) for p in raw]
         assert copy.store.import_points(iter(stripped), batch=3) == len(raw)
         for d in library.documents():
-            copy.store.import_entry(library.store.backend.get_entry(d.doc_id) or {})
+            entry = library.store.backend.get_entry(d.doc_id)
+            assert entry is not None
+            copy.store.import_entry(entry)
         assert [d.doc_id for d in copy.documents()] == [d.doc_id for d in library.documents()]
         got = {p.id: p.payload for batch in copy.store.backend.points() for p in batch}
         assert got == {p.id: p.payload for p in raw}

@@ -317,7 +317,7 @@ def test_map_reduce_is_bounded_reports_its_stages_and_is_checked(library, server
     assert len(requests) == 4  # 3 parts (the bound), then the whole
     for req in requests:  # every call fits the context it asks for
         tokens = sum(len(m["content"]) for m in req["messages"]) / 3 + req["options"]["num_predict"]
-        assert tokens <= req["options"]["num_ctx"] <= settings.max_context_tokens
+        assert tokens <= req["options"]["num_ctx"] <= settings.answer.max_context_tokens
     notes = [e.note for e in events if e.note]
     assert notes[0].startswith("This will read 3 parts") and "in 4 model calls, about" in notes[0]
     assert [n.split("…")[0] for n in notes[1:4]] == ["Reading part 1 of 3", "Reading part 2 of 3", "Reading part 3 of 3"]

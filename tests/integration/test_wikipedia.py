@@ -256,7 +256,7 @@ def test_persistent_5xx_gives_up_after_the_retries(server, wsettings):
     server.fault("5xx", times=None, status=502)
     with pytest.raises(WikipediaServerError) as e:
         W.search(wsettings, "Python programming")
-    assert server.count() == wsettings.wikipedia_retries + 1 and "HTTP 502" in str(e.value)
+    assert server.count() == wsettings.wikipedia.retries + 1 and "HTTP 502" in str(e.value)
 
 
 def test_backoff_doubles_with_jitter_and_retry_after_dates_are_understood(server, wsettings):

@@ -129,7 +129,7 @@ def test_demo_workspace_enforces_the_demo_rules(tmp_path, embedder):
         key = rt.new_session_key()
         ws = rt.workspace(key, {"ollama_host": "http://evil.example:1", "top_k": 3})
         assert isinstance(ws, DemoWorkspace) and ws.banner and not ws.model_choice
-        assert ws.settings.ollama_host == settings.ollama_host  # a visitor never picks the host
+        assert ws.settings.llm.ollama_host == settings.llm.ollama_host  # a visitor never picks the host
         sample = next(d for d in ws.documents() if d.owner == SHARED_OWNER)
         assert ws.is_read_only(sample)
         with pytest.raises(SampleReadOnly):
@@ -151,9 +151,9 @@ def test_demo_workspace_enforces_the_demo_rules(tmp_path, embedder):
 def test_session_settings_apply_only_allowed_overrides():
     base = Settings(ollama_host="http://server:11434")
     local = session_settings(base, {"ollama_host": "http://mine:1", "top_k": 7, "data_dir": "/etc"})
-    assert local.ollama_host == "http://mine:1" and local.top_k == 7 and str(local.data_dir) != "/etc"
+    assert local.llm.ollama_host == "http://mine:1" and local.retrieval.top_k == 7 and str(local.library.data_dir) != "/etc"
     demo = session_settings(base.with_overrides(mode="demo"), {"ollama_host": "http://mine:1", "top_k": 7})
-    assert demo.ollama_host == "http://server:11434" and demo.top_k == 7
+    assert demo.llm.ollama_host == "http://server:11434" and demo.retrieval.top_k == 7
 
 
 def test_wikipedia_articles_keep_no_copy_and_delete_cleanly(tmp_path, embedder):

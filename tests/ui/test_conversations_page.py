@@ -161,4 +161,4 @@ def test_restore_defaults_also_forgets_the_saved_choices(app):
     assert not at.exception
     assert json.loads((app.data_dir / "preferences.json").read_text()) == {}
     later = new_app("pages/settings.py")
-    assert later.slider(key="set_k").value == app.settings.top_k
+    assert later.slider(key="set_k").value == app.settings.retrieval.top_k

@@ -122,7 +122,7 @@ def test_a_failing_settings_section_leaves_the_rest_of_the_page(app, monkeypatch
     at = new_app("pages/settings.py")
     assert not at.exception and SECRET not in _page(at)
     assert [plain(e) for e in texts(at.error)] == [DRAW_FAILED]
-    assert at.slider(key="set_k").value == app.settings.top_k  # the answer settings are still there
+    assert at.slider(key="set_k").value == app.settings.retrieval.top_k  # the answer settings are still there
 
 
 def test_a_failing_library_entry_is_one_sentence_and_the_others_stay(app, monkeypatch):

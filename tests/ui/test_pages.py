@@ -264,7 +264,7 @@ def test_upload_limit_follows_the_setting_and_the_streamlit_config_agrees(app, m
     from rag_core.core.formats import ACCEPTED_EXTENSIONS
 
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
-    assert config["server"]["maxUploadSize"] == Settings().max_upload_mb  # the browser-side cap = the default
+    assert config["server"]["maxUploadSize"] == Settings().ingest.max_upload_mb  # the browser-side cap = the default
     monkeypatch.setenv("DOCCHAT_MAX_UPLOAD_MB", "7")
     at = new_app("pages/library.py")
     uploader = at.get("file_uploader")[0]

@@ -248,7 +248,7 @@ def test_deadline_and_its_messages():
 def test_budget_settings_are_bounded(field, bad):
     with pytest.raises(SettingsError):
         Settings(**{field: bad})
-    assert Settings().ingest_timeout_s == 300 and Settings().ingest_workers == 2
+    assert Settings().ingest.timeout_s == 300 and Settings().ingest.workers == 2
 
 
 # --------------------------------------------------------------------------- reading a path

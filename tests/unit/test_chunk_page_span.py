@@ -55,5 +55,5 @@ def test_a_paragraph_running_over_the_page_break_still_spans_both_pages():
 def test_the_table_on_page_3_of_the_fixture_is_labelled_page_3(embedder):
     name = "pdf_text_multicolumn_3-pages.pdf"
     doc = load_bytes((DOCS / name).read_bytes(), name, Settings())
-    table = [c for c in chunk_document(doc, embedder, Settings().chunk_tokens) if "Helsinki" in c.text]
+    table = [c for c in chunk_document(doc, embedder, Settings().ingest.chunk_tokens) if "Helsinki" in c.text]
     assert table and all((c.page_start, c.page_end) == (3, 3) for c in table)

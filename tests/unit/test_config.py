@@ -14,6 +14,7 @@ from rag_core.core.config import (
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_OLLAMA_MODEL,
     ENV_VARS,
+    FIELDS,
     Settings,
     describe,
     env_name,
@@ -48,10 +49,10 @@ SAMPLE = {
 def test_defaults():
     s = Settings()
     assert s == load_settings({})
-    assert s.data_dir == Path("data")
-    assert s.embedding_model == DEFAULT_EMBEDDING_MODEL and s.ollama_model == DEFAULT_OLLAMA_MODEL
-    assert (s.chunk_tokens, s.top_k, s.min_relevance, s.mode) == (200, 5, 0.25, "local")
-    assert s.ollama_host == "http://localhost:11434" and s.qdrant_url is None and s.ollama_api_key is None
+    assert s.library.data_dir == Path("data")
+    assert s.library.embedding_model == DEFAULT_EMBEDDING_MODEL and s.llm.ollama_model == DEFAULT_OLLAMA_MODEL
+    assert (s.ingest.chunk_tokens, s.retrieval.top_k, s.retrieval.min_relevance, s.mode) == (200, 5, 0.25, "local")
+    assert s.llm.ollama_host == "http://localhost:11434" and s.library.qdrant_url is None and s.llm.ollama_api_key is None
     assert s.max_upload_bytes == 200 * 1024 * 1024
 
 
@@ -62,12 +63,12 @@ def test_the_environment_variable_names_are_unchanged():
     assert ENV_VARS["DOCCHAT_READER_MEMORY_MB"] == "reader_memory_mb"
     assert ENV_VARS["DOCCHAT_DEMO_IDLE_MINUTES"] == "demo_session_idle_minutes"
     assert ENV_VARS["DOCCHAT_CHAT_MODEL"] == "chat_model" and ENV_VARS["OPENAI_BASE_URL"] == "openai_base_url"
-    assert len(ENV_VARS) == len(Settings.model_fields) == 53
+    assert len(ENV_VARS) == len(FIELDS) == 53
 
 
 def test_the_chat_model_names_its_provider_and_ollama_stays_the_default():
     s = Settings()
-    assert (s.chat_provider, s.chat_model_name, s.chat_host) == ("ollama", DEFAULT_OLLAMA_MODEL, s.ollama_host)
+    assert (s.chat_provider, s.chat_model_name, s.chat_host) == ("ollama", DEFAULT_OLLAMA_MODEL, s.llm.ollama_host)
     old = load_settings({"DOCCHAT_OLLAMA_MODEL": "qwen2.5:3b"})  # the older variable still chooses the model
     assert (old.chat_provider, old.chat_model_name) == ("ollama", "qwen2.5:3b")
     new = load_settings({"DOCCHAT_CHAT_MODEL": "ollama:llama3.2:1b", "DOCCHAT_OLLAMA_MODEL": "qwen2.5:3b"})
@@ -76,7 +77,7 @@ def test_the_chat_model_names_its_provider_and_ollama_stays_the_default():
     other = load_settings({"DOCCHAT_CHAT_MODEL": "openai:qwen2.5-7b-instruct", "OPENAI_BASE_URL": "http://h:1234/v1/"})
     assert (other.chat_provider, other.chat_model_name, other.chat_host) == (
         "openai", "qwen2.5-7b-instruct", "http://h:1234/v1")
-    assert other.with_chat_model("mistral").chat_model == "openai:mistral"
+    assert other.with_chat_model("mistral").llm.chat_model == "openai:mistral"
     assert load_settings({"DOCCHAT_CHAT_MODEL": "openai:m"}).chat_host == "https://api.openai.com/v1"
     for bad in ("anthropic:claude-3", "llama3.2", "openai"):
         with pytest.raises(SettingsError, match=rf"^DOCCHAT_CHAT_MODEL={bad} is not allowed: use “ollama:MODEL” "
@@ -84,24 +85,24 @@ def test_the_chat_model_names_its_provider_and_ollama_stays_the_default():
             load_settings({"DOCCHAT_CHAT_MODEL": bad})
 
 
-@pytest.mark.parametrize("field", list(Settings.model_fields))
+@pytest.mark.parametrize("field", list(FIELDS))
 def test_each_variable_sets_its_field(field):
-    value = getattr(load_settings({env_name(field): SAMPLE[field]}), field)
-    assert value != getattr(Settings(), field)
+    value = load_settings({env_name(field): SAMPLE[field]}).value(field)
+    assert value != Settings().value(field)
     assert str(value) == SAMPLE[field] or value == float(SAMPLE[field])
 
 
 def test_every_field_at_once_and_by_keyword():
     s = load_settings({env_name(f): v for f, v in SAMPLE.items()})
     assert s == Settings(**SAMPLE)
-    assert s.data_dir == Path("/srv/docchat") and s.top_k == 7 and s.llm_timeout_s == 12.5
+    assert s.library.data_dir == Path("/srv/docchat") and s.retrieval.top_k == 7 and s.llm.timeout_s == 12.5
 
 
 def test_only_the_given_mapping_is_read(monkeypatch):
     monkeypatch.setenv("DOCCHAT_TOP_K", "9")
-    assert load_settings({}).top_k == 5
-    assert load_settings().top_k == 9
-    assert Settings().top_k == 5  # keyword construction never reads the environment
+    assert load_settings({}).retrieval.top_k == 5
+    assert load_settings().retrieval.top_k == 9
+    assert Settings().retrieval.top_k == 5  # keyword construction never reads the environment
 
 
 def test_empty_values_mean_unset_and_other_keys_are_ignored():
@@ -113,8 +114,8 @@ def test_secrets_take_precedence_over_the_environment():
     env = {"DOCCHAT_TOP_K": "7", "OLLAMA_HOST": "http://env:11434", "DOCCHAT_MODE": "local"}
     secrets = {"DOCCHAT_TOP_K": 8, "DOCCHAT_MODE": "demo", "DOCCHAT_TEMPERATURE": "", "section": {"a": 1}}
     s = load_settings(env, secrets)
-    assert (s.top_k, s.mode, s.ollama_host, s.temperature) == (8, "demo", "http://env:11434", 0.1)
-    assert load_settings(env, {"OLLAMA_API_KEY": 12345}).ollama_api_key == "12345"  # TOML numbers are fine
+    assert (s.retrieval.top_k, s.mode, s.llm.ollama_host, s.llm.temperature) == (8, "demo", "http://env:11434", 0.1)
+    assert load_settings(env, {"OLLAMA_API_KEY": 12345}).llm.ollama_api_key == "12345"  # TOML numbers are fine
 
 
 @pytest.mark.parametrize("env, sentence", [
@@ -161,18 +162,18 @@ def test_keyword_construction_and_with_overrides_validate():
     with pytest.raises(SettingsError, match="no_such_knob is not a DocChat setting"):
         Settings(no_such_knob=1)
     base = Settings(data_dir="lib", top_k=3)
-    assert base.data_dir == Path("lib")
+    assert base.library.data_dir == Path("lib")
     changed = base.with_overrides(top_k=9, data_dir=Path("/x"))
-    assert (changed.top_k, changed.data_dir, base.top_k) == (9, Path("/x"), 3)
+    assert (changed.retrieval.top_k, changed.library.data_dir, base.retrieval.top_k) == (9, Path("/x"), 3)
     with pytest.raises(SettingsError, match="DOCCHAT_CHUNK_TOKENS=5 is not allowed"):
         base.with_overrides(chunk_tokens=5)
-    assert base.with_overrides(ollama_model="").ollama_model == ""  # empty in code: quoted answers only
+    assert base.with_overrides(ollama_model="").llm.ollama_model == ""  # empty in code: quoted answers only
 
 
 def test_settings_are_frozen_and_hashable():
     s = Settings()
     with pytest.raises(Exception):  # noqa: B017 - pydantic's frozen-instance error
-        s.top_k = 3  # type: ignore[misc]
+        s.retrieval.top_k = 3  # type: ignore[misc]
     assert hash(s) == hash(Settings()) and len({s, Settings(top_k=6)}) == 2
     assert "ok-secret" not in repr(Settings(ollama_api_key="ok-secret"))
 

@@ -98,9 +98,9 @@ def test_linked_folders_are_kept_and_survive_a_damaged_file(tmp_path):
     links.record(tmp_path / "docs", {"b.txt": None})
     again = FolderLinks(settings).get(tmp_path / "docs")
     assert dict(again.files) == {"a.txt": FileRecord(5, 123, "abc")}
-    assert not list(settings.data_dir.glob(".*.tmp"))  # written atomically, nothing left behind
+    assert not list(settings.library.data_dir.glob(".*.tmp"))  # written atomically, nothing left behind
     assert links.unlink(tmp_path / "docs") and not links.unlink(tmp_path / "docs")
-    (settings.data_dir / "linked_folders.json").write_text("{not json")
+    (settings.library.data_dir / "linked_folders.json").write_text("{not json")
     assert FolderLinks(settings).all() == []
 
 
@@ -109,10 +109,10 @@ def test_records_of_applied_files_are_written_later_but_seen_at_once(tmp_path):
     links = FolderLinks(settings)
     links.link(tmp_path / "docs")
     links.record(tmp_path / "docs", {"a.txt": FileRecord(1, 1, "aaa")})  # now: written
-    on_disk = (settings.data_dir / "linked_folders.json").read_bytes()
+    on_disk = (settings.library.data_dir / "linked_folders.json").read_bytes()
     links.record(tmp_path / "docs", {"b.txt": FileRecord(2, 2, "bbb"), "a.txt": None}, later=True)
-    assert (settings.data_dir / "linked_folders.json").read_bytes() == on_disk  # within WRITE_EVERY_S: not yet
+    assert (settings.library.data_dir / "linked_folders.json").read_bytes() == on_disk  # within WRITE_EVERY_S: not yet
     assert dict(FolderLinks(settings).get(tmp_path / "docs").files) == {"b.txt": FileRecord(2, 2, "bbb")}
     FolderLinks(settings).flush()
-    assert b"bbb" in (settings.data_dir / "linked_folders.json").read_bytes()
-    assert b"aaa" not in (settings.data_dir / "linked_folders.json").read_bytes()
+    assert b"bbb" in (settings.library.data_dir / "linked_folders.json").read_bytes()
+    assert b"aaa" not in (settings.library.data_dir / "linked_folders.json").read_bytes()

@@ -136,7 +136,7 @@ def test_every_passage_of_a_long_sheet_starts_its_rows_with_the_header(embedder)
 
     name = "budget.xlsx"
     doc = document(xlsx(name, data=workbook_bytes(fill)), name, "xlsx")
-    chunks = chunk_document(doc, embedder, SETTINGS.chunk_tokens)
+    chunks = chunk_document(doc, embedder, SETTINGS.ingest.chunk_tokens)
     header_line = " | ".join(header)
     with_rows = [c for c in chunks if " | " in c.text]
     assert len(with_rows) > 5  # the sheet is far longer than one passage
@@ -158,7 +158,7 @@ def test_rows_in_another_script_also_keep_their_header(embedder) -> None:
     data = (header.replace(" | ", ",") + "\n" + "".join(
         f"Новосибирск-{i},Новосибирская область,{1_600_000 + i}\n" for i in range(200))).encode()
     doc = document(csv_file(data, "города.csv"), "города.csv", "csv")
-    chunks = chunk_document(doc, embedder, SETTINGS.chunk_tokens)
+    chunks = chunk_document(doc, embedder, SETTINGS.ingest.chunk_tokens)
     assert len(chunks) > 5
     for chunk in chunks:
         assert chunk.text.split("\n")[0] == header, chunk.text[:200]

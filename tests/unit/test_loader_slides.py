@@ -121,7 +121,7 @@ def test_every_passage_of_a_long_table_starts_with_its_header(embedder) -> None:
                 table.cell(r, c).text = value
 
     ex = pptx("suppliers.pptx", deck_bytes(build))
-    chunks = chunk_document(document(ex, "suppliers.pptx"), embedder, SETTINGS.chunk_tokens)
+    chunks = chunk_document(document(ex, "suppliers.pptx"), embedder, SETTINGS.ingest.chunk_tokens)
     with_rows = [c for c in chunks if "Supplier number" in c.text]
     assert len(with_rows) > 2
     for chunk in with_rows:

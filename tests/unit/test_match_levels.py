@@ -12,7 +12,7 @@ from rag_core.core.models import Chunk, Match, MatchKind, MatchLevel, Passage, S
 from rag_core.retrieve.search import ON_TOPIC, _dedupe, _question_words, explain, match_for, shared_words
 from ui import relevance
 
-MIN = Settings().min_relevance  # DOCCHAT_MIN_RELEVANCE: the "not in your documents" bar
+MIN = Settings().retrieval.min_relevance  # DOCCHAT_MIN_RELEVANCE: the "not in your documents" bar
 
 
 @pytest.mark.parametrize(("cosine", "level"), [(0.9, MatchLevel.HIGH), (ON_TOPIC, MatchLevel.HIGH),

@@ -70,8 +70,8 @@ def test_the_language_of_recognised_text_is_told_from_its_common_words() -> None
 
 
 def test_the_ocr_settings_are_checked() -> None:
-    assert (Settings().ocr, Settings().ocr_language, Settings().ocr_dpi) == (True, "eng", 300)
-    assert Settings(ocr_language="deu+eng").ocr_language == "deu+eng"
+    assert (Settings().ingest.ocr, Settings().ingest.ocr_language, Settings().ingest.ocr_dpi) == (True, "eng", 300)
+    assert Settings(ocr_language="deu+eng").ingest.ocr_language == "deu+eng"
     for bad in ("../etc", "eng+", "ENG", "eng deu", ""):
         with pytest.raises(SettingsError) as info:
             Settings(ocr_language=bad)

@@ -30,9 +30,9 @@ def test_fit_lowers_the_budget_to_the_window_and_keeps_the_reply_inside_it():
     s = Settings(max_context_tokens=8192, answer_tokens=1024, history_tokens=1000)
     assert fit(s, None) is s and fit(s, 16_384) is s
     small = fit(s, 2048)
-    assert (small.max_context_tokens, small.answer_tokens, small.history_tokens) == (2048, 1024, 512)
+    assert (small.answer.max_context_tokens, small.answer.answer_tokens, small.answer.history_tokens) == (2048, 1024, 512)
     tiny = fit(s, 1024)
-    assert tiny.answer_tokens == 512 < tiny.max_context_tokens
+    assert tiny.answer.answer_tokens == 512 < tiny.answer.max_context_tokens
 
 
 def test_the_sentence_names_the_window_and_how_to_raise_it():

@@ -143,7 +143,7 @@ def cmd_app(args: argparse.Namespace, settings: Settings) -> int:
         raise DocChatError(f"The web app's files (app.py and {CONFIG.as_posix()}) are missing from this installation "
                            f"({folder}). Reinstall DocChat, e.g. `pipx install --force .` in its folder.")
     command = streamlit_command(folder, args.port, args.address)
-    env = app_environment(os.environ, settings.data_dir, args.demo)
+    env = app_environment(os.environ, settings.library.data_dir, args.demo)
     log.info("Starting %s with DOCCHAT_DATA_DIR=%s", " ".join(command), env["DOCCHAT_DATA_DIR"])
     return run_streamlit(command, env)
 

@@ -74,7 +74,7 @@ def open_library(settings: Settings) -> Library:
     from rag_core.service.library import Library
     from rag_core.store.embeddings import Embedder
 
-    return Library(settings, embedder=Embedder(settings.embedding_model, lazy=True))
+    return Library(settings, embedder=Embedder(settings.library.embedding_model, lazy=True))
 
 
 def library_listing(settings: Settings) -> list[DocumentInfo]:
@@ -85,7 +85,7 @@ def library_listing(settings: Settings) -> list[DocumentInfo]:
     from rag_core.store.migrate import migrate_if_needed
     from rag_core.store.vector_store import open_store
 
-    embedder = Embedder(settings.embedding_model, lazy=True)
+    embedder = Embedder(settings.library.embedding_model, lazy=True)
     migrate_if_needed(settings, embedder)
     store = open_store(settings, embedder)
     try:

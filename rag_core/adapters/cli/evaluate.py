@@ -78,7 +78,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
             t0 = time.perf_counter()
             added = ev.ingest_dataset(lib, ds, progress)
             if added and not args.json:
-                print(f"Ingested {added} documents in {time.perf_counter() - t0:.0f} s into {settings.data_dir}",
+                print(f"Ingested {added} documents in {time.perf_counter() - t0:.0f} s into {settings.library.data_dir}",
                       file=sys.stderr)
         elif not lib.documents():
             print("Your library is empty: add documents first (docchat ingest FILE...).", file=sys.stderr)

@@ -138,12 +138,12 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
 
     state = upgrade_state(settings)
     notes = {"server": "The library is on the Qdrant server at QDRANT_URL; there is nothing to upgrade.",
-             "none": f"There is no library of the previous release in {settings.data_dir}; nothing to upgrade.",
+             "none": f"There is no library of the previous release in {settings.library.data_dir}; nothing to upgrade.",
              "done": f"This library was already upgraded; the old folder {old_folder(settings)} is no longer used "
                      "and can be deleted."}
     done = None
     if state == "needed":
-        embedder = Embedder(settings.embedding_model, lazy=True)  # an upgrade copies the vectors: no model needed
+        embedder = Embedder(settings.library.embedding_model, lazy=True)  # an upgrade copies the vectors: no model needed
         done = migrate(settings, embedder, None if args.json else _upgrade_progress)
     if done is None:
         note = notes.get(state, notes["done"])  # "needed" and nothing done: another process just did it

@@ -37,6 +37,7 @@ from rag_core.answer.grounding.citations import citation_json, source_url
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError, LibraryBusy
 from rag_core.core.formats import accepted_kinds, location_label
+from rag_core.core.models import DocKind
 from rag_core.core.names import find_shown, printable_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,13 +96,13 @@ class LibraryHolder:
             if self._embedder is None:
                 from rag_core.store.embeddings import Embedder
 
-                self._embedder = Embedder(self.settings.embedding_model)
+                self._embedder = Embedder(self.settings.library.embedding_model)
             return self._embedder
 
     def start(self) -> None:
         """Load the model in the background (so the first call is quick) and start the idle watcher."""
         threading.Thread(target=self._warm, name="mcp-warm-up", daemon=True).start()
-        if self.idle_close_s > 0 and not self.settings.qdrant_url:
+        if self.idle_close_s > 0 and not self.settings.library.qdrant_url:
             threading.Thread(target=self._watch, name="mcp-idle-close", daemon=True).start()
 
     def _warm(self) -> None:
@@ -139,7 +140,7 @@ class LibraryHolder:
 
         started = time.perf_counter()
         lib = Library(self.settings, embedder=self.embedder())
-        log.info("Opened the library in %s (%.2f s)", self.settings.data_dir, time.perf_counter() - started)
+        log.info("Opened the library in %s (%.2f s)", self.settings.library.data_dir, time.perf_counter() - started)
         return lib
 
     def close_if_idle(self) -> bool:
@@ -182,7 +183,7 @@ class LibraryHolder:
 # -- result shapes --------------------------------------------------------------------------------------------------
 def _link(url: str | None, lang: str | None, kind: str, anchor: str | None = None) -> str | None:
     """A Wikipedia link only when it is a checked https://<lang>.wikipedia.org/wiki/… address (plus the section)."""
-    if kind != "wikipedia":
+    if kind != DocKind.WIKIPEDIA:
         return url
     from rag_core.sources.wikipedia import checked_article_url
 
@@ -195,7 +196,7 @@ def _link(url: str | None, lang: str | None, kind: str, anchor: str | None = Non
 
 def _passage_url(p: Passage) -> str | None:
     src = p.chunk.source
-    return _link(src.url, src.lang, src.kind, p.chunk.anchor) if src.kind == "wikipedia" else source_url(p)
+    return _link(src.url, src.lang, src.kind, p.chunk.anchor) if src.kind == DocKind.WIKIPEDIA else source_url(p)
 
 
 def passage_result(p: Passage, n: int) -> dict[str, Any]:
@@ -213,7 +214,7 @@ def document_result(d: DocumentInfo) -> dict[str, Any]:
     """One library entry."""
     from rag_core.sources.wikipedia import LICENSE
 
-    wiki = d.kind == "wikipedia"
+    wiki = d.kind == DocKind.WIKIPEDIA
     return {"doc_id": d.doc_id, "title": d.title, "kind": d.kind, "file_name": d.file_name or None,
             "pages": d.pages, "chunks": d.chunks, "added_at": d.added_at, "url": _link(d.url, d.lang, d.kind),
             "license": LICENSE if wiki else None, "lang": d.lang, "revision_id": d.revision_id}
@@ -379,7 +380,7 @@ def _add_write_tools(server: MCPServer, settings: Settings, holder: LibraryHolde
             r = import_article(lib, settings, title, lang=lang)
         if r.status == "failed":
             raise ToolError(r.error or f"“{title}” could not be imported.")
-        return {**r.as_json(), "url": _link(r.url, r.lang, "wikipedia"), "license": LICENSE}
+        return {**r.as_json(), "url": _link(r.url, r.lang, DocKind.WIKIPEDIA), "license": LICENSE}
 
 
 def serve(settings: Settings, allow_writes: bool = False, http_port: int | None = None,

@@ -19,7 +19,7 @@ from rag_core.answer.generation.steps import FACTS
 from rag_core.answer.generation.whole import route
 from rag_core.core.config import Settings
 from rag_core.core.errors import DocChatError
-from rag_core.core.models import Answer, AnswerMode, Passage, StageEvent, Step
+from rag_core.core.models import Answer, AnswerMode, ChatTurn, Passage, StageEvent, Step
 
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_core.language_models import BaseChatModel
@@ -89,13 +89,13 @@ class AnswerStream:
     extractive when none is configured or `use_llm` is False."""
 
     def __init__(self, library: LibraryView, question: str, settings: Settings,
-                 history: Iterable[tuple[str, str]] = (), doc_ids: list[str] | None = None,
+                 history: Iterable[ChatTurn] = (), doc_ids: list[str] | None = None,
                  owners: list[str | None] | None = None, use_llm: bool = True, k: int | None = None,
                  chat_model: BaseChatModel | None = None, intent: Intent | None = None) -> None:
         self.library = library  # what it reads (rag_core.service.live.drain)
         self.run = AnswerRun.of(AnswerRequest(
             library, question, settings, tuple(history or ()), None if doc_ids is None else tuple(doc_ids),
-            None if owners is None else tuple(owners), use_llm, k or settings.top_k, chat_model, intent))
+            None if owners is None else tuple(owners), use_llm, k or settings.retrieval.top_k, chat_model, intent))
         self._gen: Generator[str, None, None] | None = None
 
     def __iter__(self) -> Iterator[str]:
@@ -135,7 +135,7 @@ class AnswerStream:
         return self.run.timings
 
 
-def start_answer(library: LibraryView, question: str, settings: Settings, history: Sequence[tuple[str, str]] = (),
+def start_answer(library: LibraryView, question: str, settings: Settings, history: Sequence[ChatTurn] = (),
                  doc_ids: list[str] | None = None, owners: list[str | None] | None = None,
                  use_llm: bool = True, k: int | None = None, chat_model: BaseChatModel | None = None) -> AnswerStream:
     """Rewrite follow-ups, retrieve, then stream an answer from `chat_model` (default: per the settings) or quotes."""

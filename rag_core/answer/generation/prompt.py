@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from rag_core.core.config import Settings
 from rag_core.core.errors import ContextTooSmall, LLMError
-from rag_core.core.models import Passage
+from rag_core.core.models import ChatTurn, Passage, Role
 from rag_core.injection.detect import is_flagged
 from rag_core.llm.chat import ChatBackend, backend_for, chat_messages, strip_thinking
 from rag_core.llm.context_window import fit, learn
@@ -64,11 +64,11 @@ def estimate_tokens(text: str) -> int:
 
 def num_ctx_for(prompt_tokens: int, settings: Settings) -> int:
     """Ollama's num_ctx: a power of two (≥ NUM_CTX_MIN) holding prompt + reply, capped at the configured ceiling."""
-    need = prompt_tokens + settings.answer_tokens
+    need = prompt_tokens + settings.answer.answer_tokens
     size = NUM_CTX_MIN
     while size < need:
         size *= 2
-    return max(min(size, settings.max_context_tokens), min(need, settings.max_context_tokens))
+    return max(min(size, settings.answer.max_context_tokens), min(need, settings.answer.max_context_tokens))
 
 
 # --------------------------------------------------------------------------- history and rewriting
@@ -78,20 +78,21 @@ _FOLLOW_UP_RE = re.compile(
     re.IGNORECASE)
 
 
-def bound_history(history: Sequence[tuple[str, str]], budget_tokens: int) -> list[tuple[str, str]]:
+def bound_history(history: Sequence[ChatTurn], budget_tokens: int) -> list[ChatTurn]:
     """The most recent turns that fit in `budget_tokens` (the newest one is trimmed to fit if needed)."""
-    kept: list[tuple[str, str]] = []
+    kept: list[ChatTurn] = []
     used = 0
-    for role, text in reversed(list(history)):
-        if role not in ("user", "assistant") or not text:
+    for turn in reversed(list(history)):
+        text = turn.text
+        if not text:
             continue
         cost = estimate_tokens(text) + MESSAGE_OVERHEAD_TOKENS
         if used + cost > budget_tokens:
             room = int((budget_tokens - MESSAGE_OVERHEAD_TOKENS - 1) * CHARS_PER_TOKEN) - 1
             if not kept and room > 0:
-                kept.append((role, "…" + text[-room:]))
+                kept.append(ChatTurn(turn.role, "…" + text[-room:]))
             break
-        kept.append((role, text))
+        kept.append(turn)
         used += cost
     return list(reversed(kept))
 
@@ -101,9 +102,9 @@ def looks_like_follow_up(question: str) -> bool:
     return bool(_FOLLOW_UP_RE.search(question)) or len(question.split()) <= 3
 
 
-def heuristic_standalone(question: str, history: Sequence[tuple[str, str]]) -> str:
+def heuristic_standalone(question: str, history: Sequence[ChatTurn]) -> str:
     """Without a model: prefix a follow-up with the previous user question so retrieval sees the topic."""
-    previous = [t for r, t in history if r == "user" and t.strip()]
+    previous = [t.text for t in history if t.role == Role.USER and t.text.strip()]
     if previous and looks_like_follow_up(question):
         return f"{previous[-1].strip()} {question.strip()}"
     return question
@@ -117,12 +118,12 @@ def _clean_rewrite(text: str, question: str) -> str:
     return line
 
 
-def rewrite_question(question: str, history: Sequence[tuple[str, str]], settings: Settings,
+def rewrite_question(question: str, history: Sequence[ChatTurn], settings: Settings,
                      model: str | None = None, *, chat: ChatBackend | None = None) -> str:
     """Ask the chat model (`chat`, else Ollama's `model`) for a standalone version of a follow-up question;
     raises an LLMError on faults."""
     chat = chat or backend_for(settings, name=model)
-    convo = "\n".join(f"{'User' if r == 'user' else 'Assistant'}: {t.strip()}" for r, t in history)
+    convo = "\n".join(f"{'User' if t.role == Role.USER else 'Assistant'}: {t.text.strip()}" for t in history)
     user = REWRITE_TEMPLATE.format(history=convo, question=question.strip())
     tokens = estimate_tokens(REWRITE_SYSTEM_PROMPT) + estimate_tokens(user) + 2 * MESSAGE_OVERHEAD_TOKENS
     try:
@@ -133,11 +134,11 @@ def rewrite_question(question: str, history: Sequence[tuple[str, str]], settings
     return _clean_rewrite(strip_thinking(str(reply.content)), question)
 
 
-def standalone_question(question: str, history: Sequence[tuple[str, str]], settings: Settings,
+def standalone_question(question: str, history: Sequence[ChatTurn], settings: Settings,
                         chat: ChatBackend | None) -> tuple[str, LLMError | None] | None:
     """A follow-up as a question that stands alone (`chat` rewrites it, else a heuristic does) and the model's error
     when the rewrite failed (the answer then quotes); None when there is nothing to rewrite."""
-    turns = bound_history(history, settings.history_tokens)
+    turns = bound_history(history, settings.answer.history_tokens)
     if not turns or not (chat or looks_like_follow_up(question)):
         return None
     if chat is None:
@@ -196,7 +197,7 @@ def build_prompt(question: str, passages: Sequence[Passage], settings: Settings)
     """Number the passages that fit the context budget (whole passages, best first) around the question."""
     fixed = (estimate_tokens(SYSTEM_PROMPT) + estimate_tokens(USER_TEMPLATE + SOURCES_HEADER + question)
              + 2 * MESSAGE_OVERHEAD_TOKENS)
-    room = settings.max_context_tokens - settings.answer_tokens - fixed
+    room = settings.answer.max_context_tokens - settings.answer.answer_tokens - fixed
     blocks: list[str] = []
     used = 0
     for i, p in enumerate(passages, 1):

@@ -117,7 +117,7 @@ def _fixed_tokens() -> int:
 
 def room(settings: Settings) -> int:
     """Tokens of sources one map call may hold."""
-    return max(256, settings.max_context_tokens - min(settings.answer_tokens, MAP_REPLY_TOKENS) - _fixed_tokens())
+    return max(256, settings.answer.max_context_tokens - min(settings.answer.answer_tokens, MAP_REPLY_TOKENS) - _fixed_tokens())
 
 
 def _even(idx: Sequence[int], cost: Sequence[int], budget: int) -> tuple[int, ...]:
@@ -260,8 +260,8 @@ def _map_call(passages: tuple[Passage, ...], settings: Settings, retry: bool = T
     blocks = "\n\n".join(render_source(n, p) for n, p in enumerate(passages, 1))
     user = f"{SOURCES_HEADER}\n\n{blocks}\n\n{MAP_TASK}"
     tokens = estimate_tokens(MAP_SYSTEM) + estimate_tokens(user) + 2 * MESSAGE_OVERHEAD_TOKENS
-    reply = min(settings.answer_tokens, MAP_REPLY_TOKENS)
-    return Prompt(MAP_SYSTEM, user, passages, 0, tokens, num_ctx_for(tokens - settings.answer_tokens + reply, settings),
+    reply = min(settings.answer.answer_tokens, MAP_REPLY_TOKENS)
+    return Prompt(MAP_SYSTEM, user, passages, 0, tokens, num_ctx_for(tokens - settings.answer.answer_tokens + reply, settings),
                   (lambda fault: _fewer_passages(passages, settings, fault, tokens)) if retry else None)
 
 
@@ -285,8 +285,8 @@ def reduce_prompt(notes: str, task: str, settings: Settings, retry: bool = True)
     """The prompt of the call that writes the whole from the parts' notes (cut to fit the context, with room for
     the reply); after a refusal for size, sent once more with half the notes."""
     fixed = estimate_tokens(REDUCE_SYSTEM) + estimate_tokens(task) + 2 * MESSAGE_OVERHEAD_TOKENS + 8
-    share = min(REDUCE_PROMPT_SHARE * settings.max_context_tokens,
-                settings.max_context_tokens - settings.answer_tokens - fixed)
+    share = min(REDUCE_PROMPT_SHARE * settings.answer.max_context_tokens,
+                settings.answer.max_context_tokens - settings.answer.answer_tokens - fixed)
     user = f"{notes_block(notes[:int(max(256, share) * CHARS_PER_TOKEN)])}\n\n{task}"
     tokens = estimate_tokens(REDUCE_SYSTEM) + estimate_tokens(user) + 2 * MESSAGE_OVERHEAD_TOKENS
     return Prompt(REDUCE_SYSTEM, user, (), 0, tokens, num_ctx_for(tokens, settings),

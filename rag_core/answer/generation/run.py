@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rag_core.core.config import Settings
-from rag_core.core.models import Answer, Passage, StageEvent, Step
+from rag_core.core.models import Answer, ChatTurn, Passage, StageEvent, Step
 
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_core.language_models import BaseChatModel
@@ -37,7 +37,7 @@ class AnswerRequest:
     library: LibraryView
     text: str
     settings: Settings  # as given (the run fits them to the model server's window)
-    history: tuple[tuple[str, str], ...] = ()
+    history: tuple[ChatTurn, ...] = ()
     doc_ids: tuple[str, ...] | None = None  # the chat's scope (None: the whole library)
     owners: tuple[str | None, ...] | None = None  # whose documents this person sees (None: everyone's)
     use_llm: bool = True

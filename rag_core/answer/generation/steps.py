@@ -98,8 +98,8 @@ def decide(run: AnswerRun) -> Iterator[str] | None:
         return said(finish(run, NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, relevance=relevance,
                            notice=NOTICE_EMPTY if empty else NOTICE_NOT_RELEVANT,
                            extra=details_extra(DETAILS_EMPTY if empty else None)).text)
-    if relevance < s.min_relevance:
-        log.info("Best passage cosine %.3f < %.3f: not in the documents", relevance, s.min_relevance)
+    if relevance < s.retrieval.min_relevance:
+        log.info("Best passage cosine %.3f < %.3f: not in the documents", relevance, s.retrieval.min_relevance)
         return said(finish(run, NOT_FOUND_REPLY, AnswerMode.NOT_FOUND, relevance=relevance,
                            notice=NOTICE_NOT_RELEVANT).text)
     # The quotes decide what can be answered. Quoting, the shortlist is re-ranked by meaning (one small encode);
@@ -202,7 +202,7 @@ def prompt(run: AnswerRun) -> None:
 def stream(run: AnswerRun) -> Iterator[str]:
     """Stream the model's answer; when it fails before writing anything, quote the documents instead."""
     assert run.chat is not None and run.prompt is not None
-    got = yield from read_stream(run.chat, run.prompt, run.settings.answer_tokens, run.partial, lambda: _first(run))
+    got = yield from read_stream(run.chat, run.prompt, run.settings.answer.answer_tokens, run.partial, lambda: _first(run))
     run.prompt = got.prompt or run.prompt  # a smaller one after a refusal for size
     run.streamed = got
     run.mark("llm")
@@ -220,7 +220,7 @@ def conclude_stream(run: AnswerRun) -> None:
     """The streamed answer concluded by how its stream ended."""
     got, raw = run.streamed, "".join(run.partial)
     assert got is not None
-    conclude(run, got.ending(run.settings.answer_tokens), raw, got.kept(raw), got.done_reason)
+    conclude(run, got.ending(run.settings.answer.answer_tokens), raw, got.kept(raw), got.done_reason)
 
 
 def conclude(run: AnswerRun, end: Ending, raw: str, text: str | None = None, done_reason: str | None = None) -> None:

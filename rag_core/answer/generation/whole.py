@@ -132,7 +132,7 @@ class WholeDocument:
         s = run.settings
         chat = backend_for(s, run.ask.chat_model)
         self.model = chat.name
-        per_doc = max(1, s.summary_max_calls // len(self.docs))
+        per_doc = max(1, s.answer.summary_max_calls // len(self.docs))
         self.notes = [mr.Notes(mr.plan_reading(d, s, per_doc)) for d in self.docs]
         total = sum(len(n.plan.groups) for n in self.notes)
         run.enter(Step.READ, plan_line([n.plan for n in self.notes], self._seconds(0), chat.name))
@@ -160,7 +160,7 @@ class WholeDocument:
         for group in notes.plan.groups:
             run.enter(Step.WAITING, reading_line(notes.plan, done, total, self._seconds(done), len(self.docs)))
             prompt, passages = mr.map_prompt(notes.plan, group, s)
-            call = mr.Call(chat, prompt, min(s.answer_tokens, mr.MAP_REPLY_TOKENS))
+            call = mr.Call(chat, prompt, min(s.answer.answer_tokens, mr.MAP_REPLY_TOKENS))
             yield from call.wait()
             prompt = call.sent or prompt  # fewer passages after a refusal for size
             passages = prompt.passages
@@ -182,7 +182,7 @@ class WholeDocument:
                                     f"{len(notes.parts)} {notes.plan.unit}s…")
             prompt = mr.reduce_prompt(self._notes_text(notes), KEY_POINTS_TASK if self.shape is Shape.KEY_POINTS
                                       else SUMMARY_TASK, s)
-            call = mr.Call(chat, prompt, s.answer_tokens)
+            call = mr.Call(chat, prompt, s.answer.answer_tokens)
             yield from call.wait()
             self._count(call, call.sent or prompt)
             notes.fault = call.fault()

@@ -111,7 +111,7 @@ _MARKUP = re.compile(r"<(?:[a-z][a-z0-9]*[\s/>]|!--|!doctype)", re.IGNORECASE)
 def check_size(file_name: str, size: int, settings: Settings) -> None:
     """FileTooLarge when a file of `size` bytes is over the upload limit: the one place that decides it."""
     if size > settings.max_upload_bytes:
-        raise FileTooLarge(file_name, settings.max_upload_mb)
+        raise FileTooLarge(file_name, settings.ingest.max_upload_mb)
 
 
 def load_bytes(data: bytes, file_name: str, settings: Settings, deadline: Deadline | None = None,

@@ -53,7 +53,7 @@ def check_zip(data: bytes, file_name: str, settings: Settings, required_member: 
         raise CorruptFile(file_name, f"the {what}'s ZIP container is broken") from e
     total = sum(max(info.file_size, 0) for info in infos)
     packed = sum(max(info.compress_size, 0) for info in infos)
-    limit = settings.max_docx_uncompressed_mb
+    limit = settings.ingest.max_docx_uncompressed_mb
     log.debug("%s: %d zip entries, %d bytes packed, %d unpacked", file_name, len(infos), packed, total)
     if total > limit * _MB:
         log.warning("refusing %s: expands to %d bytes (ratio %.0f:1)", file_name, total, total / max(packed, 1))

@@ -25,7 +25,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from rag_core.core.config import Settings
+from rag_core.core.config import Settings, field_info
 from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, DocChatError, IngestTimedOut, ReaderOutOfMemory
 from rag_core.core.models import Progress
@@ -138,8 +138,8 @@ def run_isolated(func: Callable[..., T], args: tuple, deadline: Deadline, reader
         os.close(write_fd)  # the child holds the only write end: the relay ends when the child does
         relay = _relay(read_fd, progress)
     finished = _kill_on_cancel(proc, deadline)
-    memory_mb = next((a.reader_memory_mb for a in args if isinstance(a, Settings)),
-                     Settings.model_fields["reader_memory_mb"].default)
+    memory_mb = next((a.ingest.reader_memory_mb for a in args if isinstance(a, Settings)),
+                     field_info("reader_memory_mb").default)
     watch = watch_memory(proc, memory_mb)
     try:
         out, err = proc.communicate(request, timeout=None if left == math.inf else left + _GRACE_S)

@@ -40,8 +40,8 @@ _TAG_MAX = 4096  # bytes kept from one piece to the next, so that a start tag cu
 def read_sheets(f: IO[bytes], file_name: str, settings: Settings, title: str, deadline: Deadline,
                 progress: Progress | None = None) -> Extracted:
     """The spreadsheet in content.xml (`f`): a section per visible sheet, its rows under their header row."""
-    limits = sheets.SheetLimits(settings.max_sheet_rows, settings.max_sheet_rows)
-    budget = block_budget(settings.chunk_tokens)
+    limits = sheets.SheetLimits(settings.ingest.max_sheet_rows, settings.ingest.max_sheet_rows)
+    budget = block_budget(settings.ingest.chunk_tokens)
     stream = _Stream(f, deadline)
     blocks: list[Block] = []
     hidden: list[str] = []

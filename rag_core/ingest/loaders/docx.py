@@ -64,7 +64,7 @@ def check_docx_zip(data: bytes, file_name: str, settings: Settings) -> None:
         raise CorruptFile(file_name, "the Word file's ZIP container is broken") from e
     total = sum(max(info.file_size, 0) for info in infos)
     packed = sum(max(info.compress_size, 0) for info in infos)
-    limit = settings.max_docx_uncompressed_mb
+    limit = settings.ingest.max_docx_uncompressed_mb
     log.debug("%s: %d zip entries, %d bytes packed, %d unpacked", file_name, len(infos), packed, total)
     if total > limit * _MB:
         ratio = total / max(packed, 1)
@@ -87,7 +87,7 @@ def load_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
 def read_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadline) -> Extracted:
     """`load_docx` in this process, checking `deadline` between blocks."""
     check_docx_zip(data, file_name, settings)
-    check_inflated(data, file_name, settings.max_docx_uncompressed_mb, "Word document", deadline)
+    check_inflated(data, file_name, settings.ingest.max_docx_uncompressed_mb, "Word document", deadline)
     try:
         document = docx.Document(io.BytesIO(data))
     except ValueError as e:  # e.g. a macro-enabled document or a template: a different content type
@@ -103,7 +103,7 @@ def read_docx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
     length = 0
     prev_was_list = False
     first_title = first_heading = ""
-    max_chars = MAX_PASSAGES * settings.chunk_tokens * _CHARS_PER_TOKEN
+    max_chars = MAX_PASSAGES * settings.ingest.chunk_tokens * _CHARS_PER_TOKEN
     for i, (kind, text, level) in enumerate(_blocks(document)):
         if not i % 256:
             deadline.check()

@@ -92,8 +92,8 @@ def read_epub(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
               progress: Progress | None = None) -> Extracted:
     """`load_epub` in this process, checking `deadline` between and inside chapters."""
     check_epub_zip(data, file_name, settings)
-    check_inflated(data, file_name, settings.max_docx_uncompressed_mb, _WHAT, deadline)
-    max_chars = MAX_PASSAGES * settings.chunk_tokens * _CHARS_PER_TOKEN
+    check_inflated(data, file_name, settings.ingest.max_docx_uncompressed_mb, _WHAT, deadline)
+    max_chars = MAX_PASSAGES * settings.ingest.chunk_tokens * _CHARS_PER_TOKEN
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             package = read_package(zf, file_name)

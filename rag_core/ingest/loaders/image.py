@@ -89,7 +89,7 @@ def read_image(data: bytes, file_name: str, settings: Settings, *, deadline: Dea
     """`load_image` in this process, checking `deadline` between pages."""
     from rag_core.ingest.loaders.pdf import read_pdf
 
-    ocr = OcrOptions(settings.ocr, settings.ocr_language, settings.ocr_dpi)
+    ocr = OcrOptions(settings.ingest.ocr, settings.ingest.ocr_language, settings.ingest.ocr_dpi)
     reader = Recogniser(ocr, file_name)
     if not reader.available:  # nothing to convert when nothing can read it: the sentence a scanned PDF gets
         raise NoTextLayer(file_name, reader.problem)

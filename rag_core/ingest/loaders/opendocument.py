@@ -138,8 +138,8 @@ def read_odf(data: bytes, file_name: str, settings: Settings, deadline: Deadline
              progress: Progress | None = None) -> Extracted:
     """`load_odt` in this process, checking `deadline` between blocks, slides and rows."""
     check_odf_zip(data, file_name, settings)
-    check_inflated(data, file_name, settings.max_docx_uncompressed_mb, _WHAT, deadline)
-    max_chars = MAX_PASSAGES * settings.chunk_tokens * _CHARS_PER_TOKEN
+    check_inflated(data, file_name, settings.ingest.max_docx_uncompressed_mb, _WHAT, deadline)
+    max_chars = MAX_PASSAGES * settings.ingest.chunk_tokens * _CHARS_PER_TOKEN
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             _refuse_encrypted(zf, file_name)
@@ -164,7 +164,7 @@ def read_odf(data: bytes, file_name: str, settings: Settings, deadline: Deadline
                 if kind == OdfKind.ODT:
                     blocks: Iterable[Block] = reader.blocks(body)
                 else:
-                    blocks = _slide_blocks(body, reader, block_budget(settings.chunk_tokens), progress)
+                    blocks = _slide_blocks(body, reader, block_budget(settings.ingest.chunk_tokens), progress)
                 assembled = assemble(blocks, deadline, max_chars)
                 hidden = tuple(reader.hidden[:_MAX_HIDDEN])
             else:

@@ -20,7 +20,7 @@ def read_pdf(data: bytes, file_name: str, settings: Settings, deadline: Deadline
     from rag_core.ingest.loaders.ocr import OcrOptions
     from rag_core.ingest.loaders.pdf import load_pdf
 
-    return load_pdf(data, file_name, deadline, OcrOptions(settings.ocr, settings.ocr_language, settings.ocr_dpi),
+    return load_pdf(data, file_name, deadline, OcrOptions(settings.ingest.ocr, settings.ingest.ocr_language, settings.ingest.ocr_dpi),
                     progress)
 
 

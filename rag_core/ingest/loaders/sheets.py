@@ -84,9 +84,9 @@ def read_xlsx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
               progress: Progress | None = None) -> Extracted:
     """`load_xlsx` in this process, checking `deadline` every few hundred rows."""
     check_zip(data, file_name, settings, "xl/workbook.xml", "Excel workbook")
-    check_inflated(data, file_name, settings.max_docx_uncompressed_mb, "Excel workbook", deadline)
-    limits = SheetLimits(settings.max_sheet_rows, settings.max_sheet_rows)
-    budget = block_budget(settings.chunk_tokens)
+    check_inflated(data, file_name, settings.ingest.max_docx_uncompressed_mb, "Excel workbook", deadline)
+    limits = SheetLimits(settings.ingest.max_sheet_rows, settings.ingest.max_sheet_rows)
+    budget = block_budget(settings.ingest.chunk_tokens)
     hidden: list[str] = []
     skipped: list[str] = []
     sheets: list[Block] = []
@@ -235,7 +235,7 @@ def read_csv(data: bytes, file_name: str, settings: Settings, deadline: Deadline
     text.seek(0)
     log.debug("%s: delimiter %r, quote %r", file_name, dialect.delimiter, dialect.quotechar)
     name = file_stem(file_name)
-    limits = SheetLimits(settings.max_sheet_rows, settings.max_sheet_rows)
+    limits = SheetLimits(settings.ingest.max_sheet_rows, settings.ingest.max_sheet_rows)
     reader = csv.reader(text, dialect)
     line = [1]  # where the row being read starts
     try:
@@ -243,7 +243,7 @@ def read_csv(data: bytes, file_name: str, settings: Settings, deadline: Deadline
     except csv.Error as e:
         raise CorruptFile(file_name, f"line {line[0]:,} could not be read: a quote is not closed, or a field is "
                                      f"longer than {csv.field_size_limit():,} characters") from e
-    blocks = sheet_blocks(name, rows, None, block_budget(settings.chunk_tokens))
+    blocks = sheet_blocks(name, rows, None, block_budget(settings.ingest.chunk_tokens))
     return sheet_extracted(file_name, limits.notes, blocks, name, deadline)
 
 

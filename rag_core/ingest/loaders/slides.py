@@ -56,13 +56,13 @@ def read_pptx(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
               progress: Progress | None = None) -> Extracted:
     """`load_pptx` in this process, checking `deadline` between slides."""
     check_zip(data, file_name, settings, "ppt/presentation.xml", "PowerPoint file")
-    check_inflated(data, file_name, settings.max_docx_uncompressed_mb, "PowerPoint file", deadline)
+    check_inflated(data, file_name, settings.ingest.max_docx_uncompressed_mb, "PowerPoint file", deadline)
     try:
         prs = Presentation(io.BytesIO(data))
         slides = list(prs.slides)
     except _PPTX_ERRORS as e:
         raise CorruptFile(file_name, "the PowerPoint file could not be opened") from e
-    budget = block_budget(settings.chunk_tokens)
+    budget = block_budget(settings.ingest.chunk_tokens)
     blocks: list[Block] = []
     first_title = ""
     has_text = False

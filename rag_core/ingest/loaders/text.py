@@ -6,6 +6,7 @@ import re
 
 from rag_core.core.deadline import Deadline
 from rag_core.core.errors import EmptyFile
+from rag_core.core.models import DocKind
 from rag_core.ingest.loaders._common import (
     Extracted,
     HeadingStack,
@@ -41,7 +42,7 @@ def load_text(data: bytes, file_name: str, kind: str, deadline: Deadline | None 
     deadline.check()
     if not text.strip():
         raise EmptyFile(file_name)
-    if kind == "md":
+    if kind == DocKind.MD:
         heads, title = _markdown_headings(text, deadline)
         return Extracted(text, build_sections(text, heads), choose_title(file_name, title or ""))
     return Extracted(text, build_sections(text, ()), file_stem(file_name))

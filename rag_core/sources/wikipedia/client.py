@@ -85,7 +85,7 @@ class Disambiguation:
 def api_url(settings: Settings, lang: str) -> str:
     """The Action API endpoint for a language edition (the override template, if set, else Wikipedia)."""
     code = check_lang(lang)
-    template = settings.wikipedia_api
+    template = settings.wikipedia.api
     if template:
         if not template.startswith(("http://", "https://")):
             raise WikipediaError("DOCCHAT_WIKIPEDIA_API must be an http(s) URL template such as "
@@ -96,7 +96,7 @@ def api_url(settings: Settings, lang: str) -> str:
 
 def user_agent(settings: Settings) -> str:
     """A descriptive User-Agent as Wikimedia's policy asks: name/version (contact) library/version."""
-    contact = settings.wikipedia_contact or "self-hosted; operator contact not set (DOCCHAT_WIKIPEDIA_CONTACT)"
+    contact = settings.wikipedia.contact or "self-hosted; operator contact not set (DOCCHAT_WIKIPEDIA_CONTACT)"
     return f"DocChat/{VERSION} (local document-chat app; {contact}) httpx/{httpx.__version__}"
 
 
@@ -129,7 +129,7 @@ class WikipediaClient:
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.settings = settings
         self._sleep = sleep
-        read = settings.wikipedia_timeout_s
+        read = settings.wikipedia.timeout_s
         self._http = httpx.Client(
             headers={"User-Agent": user_agent(settings), "Accept": "application/json", "Accept-Encoding": "gzip"},
             timeout=httpx.Timeout(read, connect=min(read, CONNECT_TIMEOUT_S)),
@@ -151,7 +151,7 @@ class WikipediaClient:
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: base * 2^(attempt-1) * [0.5, 1.5)."""
-        return self.settings.wikipedia_backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random())
+        return self.settings.wikipedia.backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random())
 
     def query(self, lang: str, params: dict[str, str]) -> dict:
         """GET the Action API (action=query unless given) and return the JSON; errors become WikipediaError.
@@ -160,8 +160,8 @@ class WikipediaClient:
         would pass it fails at once instead."""
         url = api_url(self.settings, lang)
         full = {"action": "query", **params, "format": "json"}
-        attempts = max(0, self.settings.wikipedia_retries) + 1
-        limit = self.settings.wikipedia_deadline_s
+        attempts = max(0, self.settings.wikipedia.retries) + 1
+        limit = self.settings.wikipedia.deadline_s
         end = time.monotonic() + limit
 
         def wait(delay: float) -> bool:
@@ -215,7 +215,7 @@ class WikipediaClient:
 
     def _get(self, url: str, params: dict[str, str], seconds: float) -> tuple[int, httpx.Headers, bytes]:
         """One attempt, cut off after `seconds` (WikipediaTooSlow): status, headers and, for a 2xx, the body."""
-        read = min(self.settings.wikipedia_timeout_s, seconds)
+        read = min(self.settings.wikipedia.timeout_s, seconds)
         timeout = httpx.Timeout(read, connect=min(read, CONNECT_TIMEOUT_S))
         with RequestTimer(seconds) as timer:
             try:
@@ -223,13 +223,13 @@ class WikipediaClient:
                                        extensions={"trace": timer.trace}) as resp:
                     body = b""
                     if 200 <= resp.status_code < 300:
-                        body = read_body(resp, self.settings.wikipedia_max_response_mb, timer)
+                        body = read_body(resp, self.settings.wikipedia.max_response_mb, timer)
             except httpx.TransportError as e:  # includes timeouts; the timer's cut shows up as one of these
                 if timer.passed:
-                    raise WikipediaTooSlow(self.settings.wikipedia_deadline_s) from e
+                    raise WikipediaTooSlow(self.settings.wikipedia.deadline_s) from e
                 raise
             if timer.passed:  # cut while the body was being read (it may even look complete)
-                raise WikipediaTooSlow(self.settings.wikipedia_deadline_s)
+                raise WikipediaTooSlow(self.settings.wikipedia.deadline_s)
         return resp.status_code, resp.headers, body
 
 

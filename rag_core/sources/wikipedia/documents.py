@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from urllib.parse import quote, unquote, urlsplit
 
 from rag_core.core.errors import WikipediaBadLanguage, WikipediaBadTitle
-from rag_core.core.models import Document, Section, SourceMeta
+from rag_core.core.models import DocKind, Document, Section, SourceMeta
 
 LICENSE = "CC BY-SA 4.0"
 LICENSE_URL = "https://creativecommons.org/licenses/by-sa/4.0/"
@@ -160,7 +160,7 @@ def build_document(article: Article, retrieved_at: str | None = None) -> Documen
     """The same Document/Section contract as uploaded files; Document.text is the extract, verbatim."""
     retrieved = retrieved_at or datetime.now(UTC).replace(microsecond=0).isoformat()
     source = SourceMeta(
-        file_name=article.title, title=article.title, kind="wikipedia",
+        file_name=article.title, title=article.title, kind=DocKind.WIKIPEDIA.value,
         sha256=hashlib.sha256(article.text.encode("utf-8")).hexdigest(), url=article.url, license=LICENSE,
         revision_id=article.revision_id, retrieved_at=retrieved, lang=article.lang, page_id=article.page_id,
     )

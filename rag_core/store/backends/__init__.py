@@ -36,7 +36,7 @@ __all__ = [*_base_all, "edge_path", "has_local_mode_library", "open_backend"]
 
 def edge_path(settings: Settings) -> Path:
     """Folder of the embedded Qdrant Edge library of these settings."""
-    return settings.data_dir / "edge" / settings.collection
+    return settings.library.data_dir / "edge" / settings.library.collection
 
 
 def has_local_mode_library(data_dir: Path) -> bool:
@@ -47,7 +47,7 @@ def has_local_mode_library(data_dir: Path) -> bool:
 
 def open_backend(settings: Settings) -> Backend:
     """The Qdrant server at QDRANT_URL, else the embedded Qdrant Edge library under the data dir."""
-    if settings.qdrant_url:
+    if settings.library.qdrant_url:
         from rag_core.store.backends.client import connect
 
         return connect(settings)

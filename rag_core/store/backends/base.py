@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from rag_core.core.errors import DiskFull, DocChatError
+from rag_core.store.backends.entry import RegistryEntry
 
 if TYPE_CHECKING:  # pragma: no cover - at run time only `sparse_vector` needs the class (its import takes seconds)
     from langchain_qdrant import SparseVector
@@ -131,16 +132,16 @@ class Backend(Protocol):
     def set_sparse(self, vectors: Sequence[tuple[str, SparseVector]]) -> None:
         """Replace the lexical vectors of these points (dense vectors and payloads kept)."""
 
-    def get_entry(self, doc_id: str) -> dict[str, Any] | None:
+    def get_entry(self, doc_id: str) -> RegistryEntry | None:
         """A document's registry entry, or None."""
 
-    def put_entry(self, entry: dict[str, Any]) -> None:
-        """Write a registry entry (keyed by entry["doc_id"])."""
+    def put_entry(self, entry: RegistryEntry) -> None:
+        """Write a registry entry (keyed by entry.doc_id; stored as entry.to_payload())."""
 
     def delete_entry(self, doc_id: str) -> None:
         """Remove a document's registry entry."""
 
-    def entries(self, status: str, owners: Sequence[str | None] | None = None) -> list[dict[str, Any]]:
+    def entries(self, status: str, owners: Sequence[str | None] | None = None) -> list[RegistryEntry]:
         """Registry entries with this status (and one of these owners)."""
 
     def flush(self) -> None:
@@ -238,6 +239,7 @@ __all__ = [
     "REMOVED",
     "RRF_K",
     "RawPoint",
+    "RegistryEntry",
     "STATUS_KEY",
     "SUPERSEDED",
     "Scope",

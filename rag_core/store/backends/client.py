@@ -22,6 +22,7 @@ from qdrant_client.http.exceptions import ApiException, ResponseHandlingExceptio
 from rag_core.core.errors import DocChatError, StorageError, StoreUnavailable
 from rag_core.store.backends import base
 from rag_core.store.backends.base import DENSE, LEXICAL, METADATA_KEY, STATUS_KEY, Hit, RawPoint, Scope, Search
+from rag_core.store.backends.entry import RegistryEntry
 
 if TYPE_CHECKING:
     from rag_core.core.config import Settings
@@ -34,11 +35,11 @@ TIMEOUT_S = 30
 def connect(settings: Settings) -> ClientBackend:
     """The Qdrant server at settings.qdrant_url (StoreUnavailable when it does not answer)."""
     try:
-        client = QdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key, timeout=TIMEOUT_S)
+        client = QdrantClient(url=settings.library.qdrant_url, api_key=settings.library.qdrant_api_key, timeout=TIMEOUT_S)
         client.get_collections()
     except Exception as e:  # any transport error means "unreachable"
         raise StoreUnavailable(type(e).__name__) from e
-    return ClientBackend(client, settings.collection, serialize=False)
+    return ClientBackend(client, settings.library.collection, serialize=False)
 
 
 def _sparse(v: SparseVector) -> models.SparseVector:
@@ -203,17 +204,17 @@ class ClientBackend:
                 models.PointVectors(id=pid, vector={LEXICAL: _sparse(v)}) for pid, v in vectors])
 
     # -- registry -----------------------------------------------------------------
-    def get_entry(self, doc_id: str) -> dict[str, Any] | None:
+    def get_entry(self, doc_id: str) -> RegistryEntry | None:
         """A document's registry entry, or None."""
         with self._lock:
             got = self.client.retrieve(self.registry, ids=[base.registry_point_id(doc_id)], with_payload=True)
-        return dict(got[0].payload or {}) if got else None
+        return RegistryEntry.from_payload(got[0].payload or {}) if got else None
 
-    def put_entry(self, entry: dict[str, Any]) -> None:
+    def put_entry(self, entry: RegistryEntry) -> None:
         """Write a registry entry."""
         with self._lock:
             self.client.upsert(self.registry, wait=True, points=[
-                models.PointStruct(id=base.registry_point_id(entry["doc_id"]), vector={}, payload=entry)])
+                models.PointStruct(id=base.registry_point_id(entry.doc_id), vector={}, payload=entry.to_payload())])
 
     def delete_entry(self, doc_id: str) -> None:
         """Remove a document's registry entry."""
@@ -221,18 +222,18 @@ class ClientBackend:
             self.client.delete(self.registry, points_selector=models.PointIdsList(points=[base.registry_point_id(doc_id)]),
                                wait=True)
 
-    def entries(self, status: str, owners: Sequence[str | None] | None = None) -> list[dict[str, Any]]:
+    def entries(self, status: str, owners: Sequence[str | None] | None = None) -> list[RegistryEntry]:
         """Registry entries with this status (and one of these owners)."""
         must: list[models.Condition] = [models.FieldCondition(key=STATUS_KEY, match=models.MatchValue(value=status))]
         if owners is not None:
             must.append(_owners_condition("owner", list(owners)))
-        out: list[dict[str, Any]] = []
+        out: list[RegistryEntry] = []
         offset = None
         while True:
             with self._lock:
                 records, offset = self.client.scroll(self.registry, scroll_filter=models.Filter(must=must), limit=1000,
                                                      offset=offset, with_payload=True, with_vectors=False)
-            out.extend(dict(r.payload or {}) for r in records)
+            out.extend(RegistryEntry.from_payload(r.payload or {}) for r in records)
             if offset is None:
                 return out
 

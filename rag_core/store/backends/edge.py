@@ -53,6 +53,7 @@ from rag_core.store.backends.base import (
     raw_points,
     registry_point_id,
 )
+from rag_core.store.backends.entry import RegistryEntry
 
 if TYPE_CHECKING:  # pragma: no cover - type only: importing langchain-qdrant takes seconds (issue 28)
     from langchain_qdrant import SparseVector
@@ -310,14 +311,14 @@ class EdgeBackend:
             self.chunks.update(qe.UpdateOperation.update_vectors(ops))
 
     # -- registry -----------------------------------------------------------------
-    def get_entry(self, doc_id: str) -> dict[str, Any] | None:
+    def get_entry(self, doc_id: str) -> RegistryEntry | None:
         """A document's registry entry, or None."""
         got = self._registry.retrieve([registry_point_id(doc_id)], with_payload=True, with_vector=False)
-        return dict(got[0].payload or {}) if got else None
+        return RegistryEntry.from_payload(got[0].payload or {}) if got else None
 
-    def put_entry(self, entry: dict[str, Any]) -> None:
+    def put_entry(self, entry: RegistryEntry) -> None:
         """Write a registry entry."""
-        point = qe.Point(registry_point_id(entry["doc_id"]), {}, entry)
+        point = qe.Point(registry_point_id(entry.doc_id), {}, entry.to_payload())
         with self._write:
             self._must_write()
             self._registry.update(qe.UpdateOperation.upsert_points([point]))
@@ -328,18 +329,18 @@ class EdgeBackend:
             self._must_write()
             self._registry.update(qe.UpdateOperation.delete_points([registry_point_id(doc_id)]))
 
-    def entries(self, status: str, owners: Sequence[str | None] | None = None) -> list[dict[str, Any]]:
+    def entries(self, status: str, owners: Sequence[str | None] | None = None) -> list[RegistryEntry]:
         """Registry entries with this status (and one of these owners)."""
         must: list[Any] = [qe.FieldCondition(STATUS_KEY, match=qe.MatchValue(status))]
         if owners is not None:
             must.append(_owners_condition("owner", list(owners)))
-        out: list[dict[str, Any]] = []
+        out: list[RegistryEntry] = []
         offset: Any = None
         while True:
             records, offset = self._registry.scroll(qe.ScrollRequest(offset=offset, limit=1000,
                                                                      filter=qe.Filter(must=must), with_payload=True,
                                                                      with_vector=False))
-            out.extend(dict(r.payload or {}) for r in records)
+            out.extend(RegistryEntry.from_payload(r.payload or {}) for r in records)
             if offset is None:
                 return out
 

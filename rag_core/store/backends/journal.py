@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Set as AbstractSet
-from typing import Any
 
 from rag_core.store.backends.base import (
     COMPLETE,
@@ -26,59 +25,60 @@ from rag_core.store.backends.base import (
     METADATA_KEY,
     PENDING,
     REMOVED,
-    STATUS_KEY,
     Backend,
     Scope,
 )
+from rag_core.store.backends.entry import RegistryEntry
 
 log = logging.getLogger(__name__)
 
 
-def unfinished(backend: Backend, grace_s: float, ours: AbstractSet[str] = frozenset()) -> dict[str, dict[str, Any]]:
+def unfinished(backend: Backend, grace_s: float, ours: AbstractSet[str] = frozenset()) -> dict[str, RegistryEntry]:
     """Entries by doc id of adds that never finished (on a server only those older than `grace_s`, as another process
     may still be writing, or in `ours`), of every delete that never finished, and of `ours` not complete by now."""
     now = time.time()
-    left = {p["doc_id"]: p for p in backend.entries(PENDING)
-            if backend.kind != "server" or now - float(p.get("started") or 0) >= grace_s or p["doc_id"] in ours}
-    left.update((p["doc_id"], p) for p in backend.entries(DELETING))
+    left = {p.doc_id: p for p in backend.entries(PENDING)
+            if backend.kind != "server" or now - float(p.started or 0) >= grace_s or p.doc_id in ours}
+    left.update((p.doc_id, p) for p in backend.entries(DELETING))
     for p in backend.entries(COMPLETE):  # a replaced version whose successor is complete: only its deletion is left
-        old = backend.get_entry(p["replaces"]) if p.get("replaces") else None
-        if old and old.get(STATUS_KEY) == COMPLETE and not backend.count(Scope(doc_ids=(old["doc_id"],))):
-            left[old["doc_id"]] = old
+        old = backend.get_entry(p.replaces) if p.replaces else None
+        if old and old.status == COMPLETE and not backend.count(Scope(doc_ids=(old.doc_id,))):
+            left[old.doc_id] = old
     for doc_id in set(ours) - set(left):
         entry = backend.get_entry(doc_id)
-        if entry is None or entry.get(STATUS_KEY) != COMPLETE:  # points with no entry, say
-            left[doc_id] = entry or {"doc_id": doc_id, STATUS_KEY: PENDING}
+        if entry is None or entry.status != COMPLETE:  # points with no entry, say
+            left[doc_id] = entry or RegistryEntry(doc_id, status=PENDING)
     return left
 
 
 def finish(backend: Backend, doc_id: str) -> None:
     """Remove a document's points, then its entry (the entry last: a crash half-way leaves it to try again); an
     unfinished replacement shows the version it was to replace again."""
-    entry = backend.get_entry(doc_id) or {}
+    entry = backend.get_entry(doc_id)
     backend.delete_document(doc_id)
     backend.delete_entry(doc_id)
-    old = backend.get_entry(entry["replaces"]) if entry.get("replaces") and entry.get(STATUS_KEY) == PENDING else None
-    if old and old.get(STATUS_KEY) == COMPLETE:
-        backend.set_status(old["doc_id"], COMPLETE)
+    replaced = entry.replaces if entry is not None and entry.status == PENDING else None
+    old = backend.get_entry(replaced) if replaced else None
+    if old and old.status == COMPLETE:
+        backend.set_status(old.doc_id, COMPLETE)
 
 
-def intact(backend: Backend, entry: dict[str, Any]) -> bool:
+def intact(backend: Backend, entry: RegistryEntry) -> bool:
     """True when the entry is complete and exactly its recorded number of complete points is stored."""
-    if entry.get(STATUS_KEY) != COMPLETE:
+    if entry.status != COMPLETE:
         return False
-    return backend.count(Scope(doc_ids=(entry["doc_id"],))) == entry.get("chunks")
+    return backend.count(Scope(doc_ids=(entry.doc_id,))) == entry.chunks
 
 
-def damage(backend: Backend) -> tuple[list[dict[str, Any]], set[str]]:
+def damage(backend: Backend) -> tuple[list[RegistryEntry], set[str]]:
     """Complete documents whose stored points are not exactly their recorded ones, and ids of documents whose points
     have no entry at all. Cheap when nothing is wrong (one count against the registry's totals)."""
     complete = backend.entries(COMPLETE)
-    if backend.count() == sum(int(e.get("chunks") or 0) for e in complete):
+    if backend.count() == sum(int(e.chunks or 0) for e in complete):
         return [], set()
     broken = [e for e in complete if not intact(backend, e)]
-    known = {e["doc_id"] for e in complete}
-    known.update(e["doc_id"] for status in (PENDING, DELETING, REMOVED) for e in backend.entries(status))
+    known = {e.doc_id for e in complete}
+    known.update(e.doc_id for status in (PENDING, DELETING, REMOVED) for e in backend.entries(status))
     orphans: set[str] = set()
     for batch in backend.points(with_vectors=False):
         for p in batch:
@@ -93,10 +93,10 @@ def repair(backend: Backend) -> int:
     broken, orphans = damage(backend)
     for entry in broken:
         log.warning("Removing damaged document %s (%s): %d passages were recorded, others are stored",
-                    entry["doc_id"], entry.get("title"), entry.get("chunks"))
-        backend.put_entry({**entry, STATUS_KEY: DELETING})
+                    entry.doc_id, entry.title, entry.chunks)
+        backend.put_entry(entry.with_status(DELETING))
         backend.flush()
-        finish(backend, entry["doc_id"])
+        finish(backend, entry.doc_id)
     for doc_id in orphans:
         log.warning("Removing passages of document %s, which is not in the library", doc_id)
         backend.delete_document(doc_id)

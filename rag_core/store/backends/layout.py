@@ -10,6 +10,7 @@ from langchain_core.documents import Document
 
 from rag_core.core.models import Chunk, DocumentInfo, Passage, SourceMeta
 from rag_core.store.backends.base import CONTENT_KEY, METADATA_KEY, Hit
+from rag_core.store.backends.entry import RegistryEntry
 
 
 def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
@@ -82,11 +83,6 @@ def passage_from_hit(hit: Hit) -> Passage:
     return Passage(_chunk(hit.payload[CONTENT_KEY], hit.payload[METADATA_KEY]), hit.score)
 
 
-def info_from_entry(p: dict[str, Any]) -> DocumentInfo:
+def info_from_entry(entry: RegistryEntry) -> DocumentInfo:
     """A registry entry as the DocumentInfo the library lists."""
-    return DocumentInfo(
-        doc_id=p["doc_id"], title=p["title"], kind=p["kind"], pages=p.get("pages"), chunks=p["chunks"],
-        added_at=p["added_at"], file_name=p.get("file_name", ""), url=p.get("url"), sha256=p.get("sha256", ""),
-        revision_id=p.get("revision_id"), lang=p.get("lang"), page_id=p.get("page_id"), owner=p.get("owner"),
-        flags=tuple(p.get("flags") or ()),
-    )
+    return entry.info()
