@@ -120,6 +120,18 @@ class Runtime:
             return DemoWorkspace(session, self.queue, self.demo_conversations.for_session(session_key))
         return LocalWorkspace(self.library, self.queue, session_settings(base or self.settings, overrides or {}))
 
+    def _stop_reembed(self, end: float, grace: float) -> None:
+        """Issue 46: the re-embedding (started at open or from the Settings page) stops between two batches; the next
+        start resumes it."""
+        if self.hub is not None:
+            return
+        from rag_core.service.reembed import current
+
+        job = current(self.library) or self.reembed
+        if job is not None:
+            job.stop()
+            job.wait(max(0.0, end - time.monotonic()) + grace)
+
     def close(self, timeout: float = SHUTDOWN_WAIT_S, grace: float = SHUTDOWN_GRACE_S) -> None:
         """Stop background threads and release the library: answers and ingests still running get up to `timeout`
         seconds to finish, then are stopped and get `grace` more to let go, so the store is not closed under them."""
@@ -130,9 +142,7 @@ class Runtime:
             from rag_core.service.folder_watch import watch_for
 
             watch_for(self.library).stop()
-        if self.reembed is not None:  # issue 46: stopped between two batches; the next start resumes it
-            self.reembed.stop()
-            self.reembed.wait(max(0.0, end - time.monotonic()) + grace)
+        self._stop_reembed(end, grace)
         answers = live.drain(self.library, timeout, grace)
         jobs_ended = self.queue.close(max(0.0, end - time.monotonic()), grace)
         if answers or not jobs_ended:

@@ -19,12 +19,13 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+import weakref
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from rag_core.core.config import Settings
-from rag_core.core.errors import DocChatError, EmbeddingModelMismatch, ReembedBusy
+from rag_core.core.errors import DocChatError, EmbeddingModelMismatch, ReembedBusy, ReembedOnServer
 from rag_core.store.backends import COMPLETE, RawPoint, Scope
 from rag_core.store.backends.layout import chunk_from_payload
 from rag_core.store.context import indexed_text
@@ -37,6 +38,8 @@ from rag_core.store.model_record import (
     read_plan,
     side_folder,
     stale_folders,
+    wanted_model,
+    write_choice,
     write_plan,
     write_pointer,
 )
@@ -93,13 +96,15 @@ def recorded_model(settings: Settings) -> ModelRecord | None:
     return None if meta is None else ModelRecord.from_meta(meta)
 
 
-def resume_or_discard(settings: Settings) -> ReembedPlan | None:
-    """At start: keep a re-embedding under way for the model the settings ask for, else discard it; remove the side
-    folders nothing uses (a discarded plan's, the old library after a switch). Returns the plan kept."""
+def resume_or_discard(settings: Settings, wanted: str | None = None) -> ReembedPlan | None:
+    """At start: keep a re-embedding under way for the model asked for (`wanted`, default `wanted_model`), else
+    discard it; remove the side folders nothing uses (a discarded plan's, the old library after a switch). Returns
+    the plan kept."""
+    wanted = wanted or wanted_model(settings)
     plan = read_plan(settings)
-    if plan is not None and plan.model != settings.library.embedding_model:
-        log.warning("Discarding the unfinished re-embedding with %s (the setting is now %s)", plan.model,
-                    settings.library.embedding_model)
+    if plan is not None and plan.model != wanted:
+        log.warning("Discarding the unfinished re-embedding with %s (the model asked for is now %s)", plan.model,
+                    wanted)
         drop_plan(settings)
         plan = None
     for path in stale_folders(settings, keep=plan):
@@ -109,26 +114,81 @@ def resume_or_discard(settings: Settings) -> ReembedPlan | None:
 
 
 def open_for_model(settings: Settings, embedder: Embedder | None = None) -> tuple[Library, Reembed | None]:
-    """The library, opened with the model that made its vectors (rag_core.store.model_record), and the re-embedding
-    to the settings' model (`embedder`, default: built from the settings), started, when they differ; (library,
-    None) when they agree or the library is new. An unfinished re-embedding with another model is discarded first."""
+    """The library, opened with the model that made its vectors (rag_core.store.model_record) and, when the model
+    asked for (`wanted_model`: DOCCHAT_EMBEDDING_MODEL, or the Settings page's choice) is another, the re-embedding
+    to it, started; (library, None) when they agree or the library is new. `embedder` is used for whichever of the
+    two models it is. An unfinished re-embedding with another model is discarded first."""
     from rag_core.service.library import Library
 
-    plan = resume_or_discard(settings)
-    embedder = embedder or open_embedder(settings)
+    wanted = wanted_model(settings)
+    plan = resume_or_discard(settings, wanted)
+
+    def model(name: str) -> Embedder:
+        return embedder if embedder is not None and embedder.name == name else open_embedder(settings, name)
+
+    target = model(wanted)
     if plan is None:
         try:
-            return Library(settings, embedder=embedder), None
+            return Library(settings, embedder=target), None
         except EmbeddingModelMismatch:  # the library is another model's: opened with that one, re-embedded below
             pass
     record = recorded_model(settings)
-    if record is None or record.name == embedder.name:
+    if record is None or record.name == target.name:
         drop_plan(settings)  # a kill after the switch, before the plan was dropped: the switch is done
-        return Library(settings, embedder=embedder), None
+        return Library(settings, embedder=target), None
     log.warning("Your library was built with %s; re-embedding it with %s in the background (searches use the "
-                "old vectors until it is done)", record.name, embedder.name)
-    library = Library(settings, embedder=open_embedder(settings, record.name))
-    return library, Reembed(library, embedder).start()
+                "old vectors until it is done)", record.name, target.name)
+    library = Library(settings, embedder=model(record.name))
+    return library, Reembed(library, target).start()
+
+
+# -- the re-embedding of each open library (the Settings page's choice, its progress and Stop) ----------------------
+_JOBS: weakref.WeakKeyDictionary[Library, Reembed] = weakref.WeakKeyDictionary()
+_JOBS_GUARD = threading.Lock()
+STOP_WAIT_S = 30.0  # how long a new choice waits for the re-embedding it replaces to stop
+
+
+def current(library: Library) -> Reembed | None:
+    """The re-embedding of `library` started in this process (running, stopped, done or failed), if any."""
+    with _JOBS_GUARD:
+        return _JOBS.get(library)
+
+
+def switch_model(library: Library, name: str) -> Reembed | None:
+    """The Settings page's choice: re-embed `library` with the model `name` in the background (searches keep the
+    old vectors until the switch) and remember the choice for the next start. Choosing the library's own model
+    stops a re-embedding under way and returns None. ReembedBusy when the one under way does not stop in time;
+    ReembedOnServer for a library on a Qdrant server."""
+    settings = library.settings
+    if settings.library.qdrant_url:
+        raise ReembedOnServer()
+    running = current(library)
+    if running is not None and running.status().state is ReembedState.RUNNING:
+        if running.embedder.name == name:
+            return running
+        running.stop()
+        if running.wait(STOP_WAIT_S).state is ReembedState.RUNNING:
+            raise ReembedBusy(running.embedder.name)
+    target = None if name == library.embedder.name else open_embedder(settings, name, background=True)
+    drop_plan(settings)  # (a model that cannot be opened raised above: nothing changed)
+    write_choice(settings, name)
+    resume_or_discard(settings, name)  # the stopped re-embedding's side folder goes
+    if target is None:
+        with _JOBS_GUARD:
+            _JOBS.pop(library, None)
+        return None
+    log.warning("Re-embedding the library with %s in the background (chosen in Settings)", name)
+    return Reembed(library, target).start()
+
+
+def cancel_switch(library: Library) -> None:
+    """The Settings page's Stop: the library keeps its model (the choice goes back to it) and what the re-embedding
+    built is removed."""
+    running = current(library)
+    if running is not None:
+        running.stop()
+        running.wait(STOP_WAIT_S)
+    switch_model(library, library.embedder.name)
 
 
 class Reembed:
@@ -136,8 +196,7 @@ class Reembed:
 
     def __init__(self, library: Library, embedder: Embedder) -> None:
         if library.settings.library.qdrant_url:
-            raise DocChatError("A library on a Qdrant server cannot be re-embedded in place yet: choose a new "
-                               "collection (DOCCHAT_COLLECTION) for the new model and add your documents again.")
+            raise ReembedOnServer()
         self.library, self.embedder = library, embedder
         self.settings = library.settings
         self.plan = ReembedPlan(side_folder(self.settings, embedder.name).name, embedder.name)
@@ -150,6 +209,8 @@ class Reembed:
         if current is not None and current != self.plan:
             raise ReembedBusy(current.model)
         write_plan(self.settings, self.plan)
+        with _JOBS_GUARD:
+            _JOBS[self.library] = self
         self._thread.start()
         return self
 
@@ -247,4 +308,5 @@ class Reembed:
             shutil.rmtree(path, ignore_errors=True)
 
 
-__all__ = ["Reembed", "ReembedState", "ReembedStatus", "open_for_model", "recorded_model", "resume_or_discard"]
+__all__ = ["Reembed", "ReembedState", "ReembedStatus", "cancel_switch", "current", "open_for_model", "recorded_model",
+           "resume_or_discard", "switch_model"]

@@ -13,6 +13,11 @@ fsync, rename). Without a pointer the library is `<data_dir>/edge/<collection>/`
 the plan file `<collection>.reembed.json` ({"folder", "model"}) says which side folder is being built; a process
 killed meanwhile leaves the pointer (so the old library) untouched, and the next start resumes the plan (same
 model asked for) or discards it (`stale_folders` names what to remove).
+
+The model asked for is DOCCHAT_EMBEDDING_MODEL's, unless the Settings page chose another since: its choice file
+`<collection>.choice.json` ({"model", "setting"}) names the model chosen and the DOCCHAT_EMBEDDING_MODEL value it was
+chosen under. The latest decision wins: while the variable still has that value the choice holds; once the variable
+is changed, the variable does (`wanted_model`).
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ log = logging.getLogger(__name__)
 LEGACY_DIM = 384  # all-MiniLM-L6-v2's vectors: what a library without a record holds
 POINTER_SUFFIX = ".active.json"
 PLAN_SUFFIX = ".reembed.json"
+CHOICE_SUFFIX = ".choice.json"
 
 
 @dataclass(frozen=True)
@@ -139,6 +145,29 @@ def drop_plan(settings: Settings) -> None:
     plan_path(settings).unlink(missing_ok=True)
 
 
+def choice_path(settings: Settings) -> Path:
+    return edge_root(settings) / f"{settings.library.collection}{CHOICE_SUFFIX}"
+
+
+def write_choice(settings: Settings, model: str) -> None:
+    """Remember the model chosen on the Settings page (under the current DOCCHAT_EMBEDDING_MODEL value)."""
+    if model == settings.library.embedding_model:
+        choice_path(settings).unlink(missing_ok=True)
+        return
+    edge_root(settings).mkdir(parents=True, exist_ok=True)
+    data = {"model": model, "setting": settings.library.embedding_model}
+    write_atomic(choice_path(settings), json.dumps(data).encode())
+
+
+def wanted_model(settings: Settings) -> str:
+    """The model the library should have: the Settings page's choice while DOCCHAT_EMBEDDING_MODEL is unchanged
+    since it was made, else DOCCHAT_EMBEDDING_MODEL's."""
+    data = _read_json(choice_path(settings))
+    if data and data.get("setting") == settings.library.embedding_model and isinstance(data.get("model"), str):
+        return str(data["model"])
+    return settings.library.embedding_model
+
+
 def stale_folders(settings: Settings, keep: ReembedPlan | None = None) -> list[Path]:
     """Side folders of this collection that are neither the library nor the plan's (`keep`): left by a discarded
     or finished re-embedding, and the old folder after a switch."""
@@ -153,5 +182,6 @@ def stale_folders(settings: Settings, keep: ReembedPlan | None = None) -> list[P
     return out
 
 
-__all__ = ["ModelRecord", "ReembedPlan", "active_folder", "drop_plan", "edge_root", "plan_path", "pointer_path",
-           "read_plan", "side_folder", "stale_folders", "write_plan", "write_pointer"]
+__all__ = ["ModelRecord", "ReembedPlan", "active_folder", "choice_path", "drop_plan", "edge_root", "plan_path",
+           "pointer_path", "read_plan", "side_folder", "stale_folders", "wanted_model", "write_choice", "write_plan",
+           "write_pointer"]

@@ -163,6 +163,13 @@ class ServerEmbedder(Embedder):
                 self._tokenizer = onnx_bert.load_tokenizer(self.path, self._max_seq_length)
                 self._counter = onnx_bert.load_tokenizer(self.path)
 
+    def adopt_dim(self, dim: int) -> None:
+        """Take the library's recorded vector size when this model's is not known yet, so a library opens and lists
+        without asking the server (which may be unreachable then: searching says so); every answer is checked
+        against it."""
+        if not self._dim and dim > 0:
+            self._dim = dim
+
     @property
     def dim(self) -> int:
         """Vector size: asked of the server with one short text the first time (EmbeddingServerUnreachable when it

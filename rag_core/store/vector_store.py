@@ -69,6 +69,7 @@ from rag_core.store.backends.layout import (  # noqa: F401 - chunk_from_payload,
     payload_document,
 )
 from rag_core.store.embeddings import LEXICAL_VERSION, Embedder
+from rag_core.store.server_embeddings import ServerEmbedder
 from rag_core.store.swap import SwapGate
 
 if TYPE_CHECKING:  # pragma: no cover - loaded when first used: langchain-qdrant takes seconds to import (issue 28)
@@ -159,6 +160,8 @@ class Store:
             built_with = meta.get("embedding_model") or DEFAULT_EMBEDDING_MODEL  # issue 46: no record = MiniLM's
             if built_with != self.embedder.name:
                 raise EmbeddingModelMismatch(self.collection, built_with, self.embedder.name)
+            if isinstance(self.embedder, ServerEmbedder) and isinstance(meta.get("dim"), int):
+                self.embedder.adopt_dim(meta["dim"])  # issue 46: opened without asking the (maybe absent) server
             if meta.get("dim") not in (None, self.embedder.dim):
                 raise EmbeddingModelMismatch(self.collection, f"{built_with} ({meta.get('dim')} dims)", self.embedder.name)
             if meta.get("lexical") != LEXICAL_VERSION:

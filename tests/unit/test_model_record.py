@@ -55,3 +55,15 @@ def test_the_setting_names_the_provider():
     assert server is not None and (server.provider, server.model, server.host) == (
         EmbeddingProvider.OPENAI, "text-embedding-3-small", "http://h:8080/v1")
     assert server_model(Settings(), "ollama:bge-m3:567m").model == "bge-m3:567m"
+
+
+def test_the_settings_page_choice_holds_until_the_variable_changes(tmp_path):
+    from rag_core.store.model_record import choice_path, wanted_model, write_choice
+
+    settings = Settings(data_dir=tmp_path)
+    assert wanted_model(settings) == DEFAULT_EMBEDDING_MODEL
+    write_choice(settings, "ollama:bge-m3")
+    assert wanted_model(settings) == "ollama:bge-m3"
+    assert wanted_model(Settings(data_dir=tmp_path, embedding_model="ollama:other")) == "ollama:other"
+    write_choice(settings, DEFAULT_EMBEDDING_MODEL)  # back to the variable's model: nothing to remember
+    assert not choice_path(settings).exists() and wanted_model(settings) == DEFAULT_EMBEDDING_MODEL
