@@ -168,6 +168,14 @@ def wanted_model(settings: Settings) -> str:
     return settings.library.embedding_model
 
 
+def library_model(settings: Settings) -> str:
+    """The model the library's vectors were made with, without opening it: the pointer's after a switch, else
+    DOCCHAT_EMBEDDING_MODEL's (what the command line and the MCP server open it with; they never re-embed)."""
+    pointer = None if settings.library.qdrant_url else _read_json(pointer_path(settings))
+    model = pointer.get("model") if pointer else None
+    return model if isinstance(model, str) and model else settings.library.embedding_model
+
+
 def stale_folders(settings: Settings, keep: ReembedPlan | None = None) -> list[Path]:
     """Side folders of this collection that are neither the library nor the plan's (`keep`): left by a discarded
     or finished re-embedding, and the old folder after a switch."""
@@ -182,6 +190,6 @@ def stale_folders(settings: Settings, keep: ReembedPlan | None = None) -> list[P
     return out
 
 
-__all__ = ["ModelRecord", "ReembedPlan", "active_folder", "choice_path", "drop_plan", "edge_root", "plan_path",
-           "pointer_path", "read_plan", "side_folder", "stale_folders", "wanted_model", "write_choice", "write_plan",
+__all__ = ["ModelRecord", "ReembedPlan", "active_folder", "choice_path", "drop_plan", "edge_root", "library_model",
+           "plan_path", "pointer_path", "read_plan", "side_folder", "stale_folders", "wanted_model", "write_choice", "write_plan",
            "write_pointer"]

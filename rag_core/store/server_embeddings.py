@@ -105,7 +105,9 @@ def open_embedder(settings: Settings, name: str | None = None, background: bool 
     local Embedder (`background` / `lazy` as Embedder takes them)."""
     server = server_model(settings, name)
     if server is None:
-        return Embedder(name or settings.library.embedding_model, background=background, lazy=lazy)
+        from rag_core.store import embeddings  # the class looked up at each call: tests share one loaded model
+
+        return embeddings.Embedder(name or settings.library.embedding_model, background=background, lazy=lazy)
     return ServerEmbedder(server, timeout=settings.library.embedding_timeout_s)
 
 
