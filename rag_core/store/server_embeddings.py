@@ -181,8 +181,9 @@ class ServerEmbedder(Embedder):
         return self._dim
 
     # -- vectors ---------------------------------------------------------------------------------------------------
-    def encode(self, texts: list[str], background: bool = False) -> np.ndarray:
-        """Normalised float32 vectors from the server, one row per text; questions go before `background` work."""
+    def encode(self, texts: list[str], background: bool = False, passage: bool | None = None) -> np.ndarray:
+        """Normalised float32 vectors from the server, one row per text; questions go before `background` work.
+        `passage` (what the texts are, for a model that prefixes them: the local e5) is the server's business."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self._lock.acquire(background=background)
