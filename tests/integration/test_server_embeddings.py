@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from rag_core.core.config import Settings
-from rag_core.core.errors import DocChatError, EmbeddingServerUnreachable, EmbeddingSizeWrong
+from rag_core.core.errors import EmbeddingServerUnreachable, EmbeddingSizeWrong
 from rag_core.service.library import Library
 from rag_core.store.model_record import ModelRecord
 from rag_core.store.server_embeddings import ServerEmbedder, list_embedding_models, open_embedder
@@ -88,8 +88,13 @@ def test_vectors_of_the_wrong_size_are_refused(tmp_path, ollama):
             lib.search("capital of Belgium")
     finally:
         lib.close()
-    with pytest.raises(DocChatError, match="was built with the embedding model"):  # reopened: its record says 32
-        Library(settings)
+    lib = Library(settings)  # reopened: it opens and lists with its record's size (32), the server not asked
+    try:
+        assert len(lib.documents()) == 1
+        with pytest.raises(EmbeddingSizeWrong, match="returned vectors of 16 numbers where 32 were expected"):
+            lib.search("capital of Belgium")
+    finally:
+        lib.close()
 
 
 def test_the_servers_embedding_models_are_listed(tmp_path, ollama):
