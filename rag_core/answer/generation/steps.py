@@ -238,7 +238,9 @@ def conclude(run: AnswerRun, end: Ending, raw: str, text: str | None = None, don
     answer = finish(run, resolved.text, AnswerMode.MODEL, citations=resolved.citations, incomplete=end.incomplete,
                     notice=end.notice, extra={**extra, **details_extra(end.details)}, embedder=memo, **common)
     evidence = answer.extra.get("evidence", {})
-    if answer.text.strip() and not evidence.get("supported_claims") and (evidence.get("claims") or end.incomplete):
+    echoed = resolved.placeholders > 0 and not resolved.citations  # it copied the prompt's "[n]", cited nothing
+    if answer.text.strip() and (echoed or not evidence.get("supported_claims") and (evidence.get("claims")
+                                                                                  or end.incomplete)):
         # Nothing the model wrote is backed by a passage: show the closest quotes instead, and say so.
         log.info("Model answer withheld (%s): none of its %d claims is backed", end.end, evidence.get("claims", 0))
         run.answer = None
