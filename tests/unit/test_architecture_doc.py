@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "architecture.md"
 CODE_DIRS = ("rag_core", "ui", "pages")
 TOP_DIRS = ("rag_core", "ui", "pages", "tests", "benchmarks", "docs", "deploy", "scripts", "samples")
+TOP_PATH = re.compile(r"(?:" + "|".join(TOP_DIRS) + r")/[\w./-]*")
 PATH_SECTIONS = ("## The path of a question", "## The path of a file")
 
 
@@ -139,7 +140,7 @@ def test_every_path_named_exists():
     basenames = {f.rsplit("/", 1)[-1] for f in files}
     for token in _ticked(_text()):
         token = token.rstrip(".,")
-        if re.fullmatch(r"(%s)/[\w./-]*" % "|".join(TOP_DIRS), token) or token == ".importlinter":
+        if TOP_PATH.fullmatch(token) or token == ".importlinter":
             if not (ROOT / token).exists():
                 missing.append(token)
         elif re.fullmatch(r"[\w/]+\.py", token):  # a module named by its file inside its room
