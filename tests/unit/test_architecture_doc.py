@@ -244,3 +244,21 @@ def test_picture_files_are_in_their_rooms():
                 if not (ROOT / where / name).exists() and not (ROOT / name).exists():
                     wrong.append(f"{where}{name}")
     assert not wrong, f"the picture draws files that are not in their rooms: {wrong}"
+
+
+# Names in backticks that are not DocChat's own: the libraries' and the language's.
+FOREIGN = {"Protocol", "StrEnum", "TYPE_CHECKING", "AppTest"}  # typing, enum, Streamlit
+
+
+def test_every_class_and_constant_named_exists():
+    """A bare `CamelCase` or `UPPER_CASE` name is a class, function or constant defined somewhere in the product."""
+    source = "\n".join((ROOT / f).read_text(encoding="utf-8") for f in _product_files())
+    missing = []
+    for token in set(_ticked(_text())):
+        if token in FOREIGN or not re.fullmatch(r"[A-Z][A-Za-z0-9_]*", token):
+            continue
+        if token.startswith("DOCCHAT_"):
+            continue  # an environment variable (docs/settings.md lists them)
+        if not re.search(rf"^\s*(?:class|def)\s+{token}\b|^\s*{token}\s*(?::[^=\n]+)?=", source, re.MULTILINE):
+            missing.append(token)
+    assert not missing, f"docs/architecture.md names classes or constants that do not exist: {sorted(missing)}"
