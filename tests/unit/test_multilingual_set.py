@@ -10,7 +10,7 @@ from rag_core.answer.language import guess
 
 SET = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "multilingual.jsonl"
 FIELDS = {"id", "direction", "lang", "title", "split", "question", "gold", "qid", "passage_en", "passage"}
-LANGS = ("fr", "de", "es", "ru", "zh", "ar")  # each with >= 32 xx-en questions and >= 4 en-xx paragraphs
+LANGS = ("fr", "de", "es", "ru", "zh", "ar", "ja")  # each with >= 32 xx-en questions and >= 4 en-xx paragraphs
 NO_SPACES = ("zh", "ja")  # scripts written without spaces between words
 
 
