@@ -7,6 +7,9 @@ so it says so: the reply's notice gets one sentence naming both languages. Langu
 Bayes model of byte n-grams, bundled in its wheel, ~0.1 ms a question), restricted to LANGUAGES; a question too
 short or too unsure to tell gets no sentence, so an English question is not mislabelled (measured in
 benchmarks/multilingual.py on the English sets).
+
+A library whose embedding model reads many languages (its Embedder's `multilingual` is True: multilingual-e5-small)
+finds passages across languages, so a language difference alone is no reason to rephrase: its replies get no sentence.
 """
 from __future__ import annotations
 
@@ -167,11 +170,19 @@ def library_notice(question: str, passages: Sequence[Passage], store: Store,
     return NOTICE_OTHER_DOCUMENTS.format(languages=_listed(others, "and"), first=min(LANGUAGES[c] for c in others))
 
 
+def reads_many_languages(store: Store | None) -> bool:
+    """The library's embedding model finds passages across languages (its Embedder says `multilingual` is True)."""
+    return getattr(getattr(store, "embedder", None), "multilingual", False) is True
+
+
 def with_language_notice(notice: str | None, question: str, passages: Sequence[Passage], store: Store | None = None,
                          owners: Sequence[str | None] | None = None, doc_ids: Sequence[str] | None = None
                          ) -> str | None:
     """The reply's notice with the language sentence added when the question's language differs from the passages'
-    or, with `store`, from the library's documents' (all or some)."""
+    or, with `store`, from the library's documents' (all or some); never when the library's model reads many
+    languages."""
+    if reads_many_languages(store):
+        return notice
     if store is None:
         extra = language_notice(question, passages)
     else:
