@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -46,6 +47,9 @@ NOTICE_LIBRARY = ("Your question seems to be in {question} and your documents ar
                   "passages best when you ask in the language of your documents, so try asking in {choices}.")
 NOTICE_LANGUAGE = ("Your question seems to be in {question} and the passages found are in {documents}: DocChat finds "
                    "passages best when you ask in the language of your documents, so try asking in {documents}.")
+
+# Chinese, Japanese and Korean write no spaces between words: each of their characters counts as a word.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -84,9 +88,14 @@ def guess(text: str) -> Guess:
     return Guess(str(code), float(confidence))
 
 
+def words(text: str) -> int:
+    """How many words `text` has: the spaced ones, plus one per character of a script without spaces."""
+    return len(text.split()) + len(_UNSPACED.findall(text))
+
+
 def question_language(question: str) -> str | None:
     """The question's language when it is long and clear enough to tell, else None."""
-    if len(question.split()) < MIN_QUESTION_WORDS:
+    if words(question) < MIN_QUESTION_WORDS:
         return None
     g = guess(question)
     return g.code if g.confidence >= MIN_CONFIDENCE else None
@@ -95,7 +104,7 @@ def question_language(question: str) -> str | None:
 def passages_language(passages: Sequence[Passage]) -> str | None:
     """The language of the top passages' text (the first PASSAGE_CHARS characters), or None when unsure."""
     text = " ".join(p.chunk.text for p in passages[:3])[:PASSAGE_CHARS]
-    if len(text.split()) < 20:
+    if words(text) < 20:
         return None
     g = guess(text)
     return g.code if g.confidence >= MIN_CONFIDENCE else None

@@ -50,6 +50,25 @@ def test_no_notice_when_languages_match_or_nothing_was_found():
     assert lang.language_notice("Combien de points la défense a-t-elle concédés ?", _passages("Too short.")) is None
 
 
+@pytest.mark.parametrize(("question", "code", "name"), [
+    ("黑豹队的防守丢了多少分？", "zh", "Chinese"),
+    ("パンサーズの守備は何点を許しましたか？", "ja", "Japanese"),
+    ("팬서스 수비는 몇 점을 허용했나요?", "ko", "Korean"),
+])
+def test_a_question_in_a_script_without_spaces_is_told_too(question, code, name):
+    # Counted by spaces, these questions are one or two "words" and were never labelled (no notice, a silent miss).
+    assert lang.question_language(question) == code
+    note = lang.language_notice(question, _passages(ENGLISH))
+    assert note is not None and name in note and "English" in note
+    assert lang.language_notice("多少", _passages(ENGLISH)) is None  # still too short to tell
+
+
+def test_passages_in_a_script_without_spaces_are_told():
+    chinese = "黑豹队的防守只丢了308分，在联盟中排名第六，同时以24次抄截领先全联盟，并有四名球员入选职业碗。" * 2
+    note = lang.language_notice("How many points did the Panthers defense give up?", _passages(chinese))
+    assert note is not None and "Chinese" in note
+
+
 def test_with_language_notice_appends_to_an_existing_notice():
     q = "¿Cuántos puntos permitió la defensa de los Panthers?"
     alone = lang.with_language_notice(None, q, _passages(ENGLISH))
