@@ -26,8 +26,6 @@ from typing import Protocol, TypeVar
 from rag_core.core.config import Settings
 from rag_core.core.errors import RerankerFailed
 from rag_core.core.models import Passage
-from rag_core.retrieve.reranker_endpoint import EndpointReranker
-from rag_core.retrieve.reranker_onnx import OnnxCrossEncoder
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -76,10 +74,15 @@ def budget(settings: Settings) -> float:
 
 
 def make_scorer(settings: Settings) -> Scorer:
-    """The reranker the settings name: a rerank server by its http(s) address, else a cross-encoder folder."""
+    """The reranker the settings name: a rerank server by its http(s) address, else a cross-encoder folder (each
+    imported here, when first made: with the reranker off, searching imports neither)."""
     where = settings.retrieval.reranker.strip()
     if where.startswith(("http://", "https://")):
+        from rag_core.retrieve.reranker_endpoint import EndpointReranker
+
         return EndpointReranker(where, settings.retrieval.rerank_model, settings.retrieval.rerank_api_key)
+    from rag_core.retrieve.reranker_onnx import OnnxCrossEncoder
+
     return OnnxCrossEncoder(Path(where).expanduser())
 
 

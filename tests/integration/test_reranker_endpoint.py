@@ -84,6 +84,11 @@ def _settings(url: str, **kw: Any) -> Settings:
     return Settings(reranker=url, **{"rerank_timeout_s": 5, **kw})
 
 
+def test_off_by_default_nothing_is_asked(scripted):
+    out = reranker.reorder(Settings(), QUESTION, TEXTS)  # DOCCHAT_RERANKER unset: the search's order, no notice
+    assert out is reranker.UNCHANGED and out.apply(TEXTS) is TEXTS and not scripted.requests
+
+
 def test_a_rerank_server_reorders_the_candidates(scripted):
     out = reranker.reorder(_settings(scripted.url, rerank_model="bge-reranker-v2-m3"), QUESTION, TEXTS)
     assert out.notice is None and out.order == (3, 2, 1, 0)
