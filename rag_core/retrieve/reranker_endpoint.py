@@ -16,6 +16,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import httpx
@@ -28,27 +29,34 @@ CONNECT_TIMEOUT_S = 2.0  # at most this long to open the connection (a closed po
 MOVE_ON = (404, 405, 422)  # the route or the body shape is not this server's: try the next shape
 
 
+class Body(StrEnum):
+    """The field the passages go in: the standard body's "documents" or TEI's "texts"."""
+
+    DOCUMENTS = "documents"
+    TEXTS = "texts"
+
+
 @dataclass(frozen=True)
 class WireShape:
-    """One way to ask: the URL and whether the passages go as "documents" (standard) or "texts" (TEI)."""
+    """One way to ask: the URL and the body's shape."""
 
     url: str
-    texts_field: str  # "documents" or "texts"
+    body: Body
 
 
 def shapes(address: str) -> list[WireShape]:
     """The ways to ask a server at `address`, in order."""
     base = address.rstrip("/")
     if base.endswith("/rerank"):  # a full endpoint given: its route is fixed, only the body shape may differ
-        return [WireShape(base, "documents"), WireShape(base, "texts")]
+        return [WireShape(base, Body.DOCUMENTS), WireShape(base, Body.TEXTS)]
     if base.endswith("/v1"):
         base = base[: -len("/v1")]
-    return [WireShape(base + "/v1/rerank", "documents"), WireShape(base + "/rerank", "texts"),
-            WireShape(base + "/rerank", "documents")]
+    return [WireShape(base + "/v1/rerank", Body.DOCUMENTS), WireShape(base + "/rerank", Body.TEXTS),
+            WireShape(base + "/rerank", Body.DOCUMENTS)]
 
 
 def _body(shape: WireShape, model: str, query: str, texts: list[str]) -> dict[str, Any]:
-    if shape.texts_field == "texts":
+    if shape.body is Body.TEXTS:
         return {"query": query, "texts": texts, "truncate": True}
     body: dict[str, Any] = {"query": query, "documents": texts, "top_n": len(texts)}
     if model:
