@@ -82,6 +82,7 @@ def retrieve(run: AnswerRun) -> None:
     run.qvec = np.asarray(vectors.dense, dtype=np.float32)
     run.mark("embed_query", t)
     found = retrieve_scored(store, run.standalone, ask.k, ask.scope, ask.seen_by, vectors=vectors)
+    run.rerank_notice = found.notice  # the reranker's, when it was late or failed (rag_core/retrieve/reranker.py)
     run.passages = (widen.widen(store, found.passages, ask.seen_by) if widen.WIDEN_READ
                     else found.passages)  # the small-to-large read, when on (rag_core/retrieve/widen.py)
     run.mark("retrieve")
