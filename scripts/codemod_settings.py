@@ -46,6 +46,7 @@ MOVED = {
     "llm_timeout_s": "llm.timeout_s", "temperature": "llm.temperature", "chat_model": "llm.chat_model",
     "openai_base_url": "llm.openai_base_url", "openai_api_key": "llm.openai_api_key",
     "top_k": "retrieval.top_k", "min_relevance": "retrieval.min_relevance",
+    **{n: f"retrieval.{n}" for n in ("reranker", "rerank_model", "rerank_api_key", "rerank_top", "rerank_timeout_s")},
     "history_tokens": "answer.history_tokens", "max_context_tokens": "answer.max_context_tokens",
     "answer_tokens": "answer.answer_tokens", "summary_max_calls": "answer.summary_max_calls",
     **{f"wikipedia_{n}": f"wikipedia.{n}" for n in ("api", "contact", "timeout_s", "retries", "backoff_s",

@@ -19,6 +19,7 @@ MEANING = "Matched by meaning (different words)"
 NEAREST = "No closer passage was found: it has none of your words and is far from your meaning"
 WEAK_NOTE = "Weak match: this passage may not answer your question."
 MAX_WORDS = 4  # of the question's words named in the reason
+RERANKED = ":gray-badge[:material/swap_vert: Reranked]"  # its place was set by the reranker (DOCCHAT_RERANKER)
 
 
 def _words(words: tuple[str, ...]) -> str:
@@ -38,7 +39,8 @@ def reason(match: Match) -> str:
 def match_markdown(match: Match) -> str:
     """The relevance badge and the reason, as one line of inert Markdown (the words come from the question)."""
     label, icon, color = LEVELS[match.level]
-    return f":{color}-badge[{icon} {label}] " + render.escape_markdown(reason(match))
+    reranked = RERANKED + " " if match.reranked else ""
+    return f":{color}-badge[{icon} {label}] {reranked}" + render.escape_markdown(reason(match))
 
 
 def show_match(match: Match | None) -> None:

@@ -7,11 +7,15 @@ so it says so: the reply's notice gets one sentence naming both languages. Langu
 Bayes model of byte n-grams, bundled in its wheel, ~0.1 ms a question), restricted to LANGUAGES; a question too
 short or too unsure to tell gets no sentence, so an English question is not mislabelled (measured in
 benchmarks/multilingual.py on the English sets).
+
+A library whose embedding model reads many languages (its Embedder's `multilingual` is True: multilingual-e5-small)
+finds passages across languages, so a language difference alone is no reason to rephrase: its replies get no sentence.
 """
 from __future__ import annotations
 
 import functools
 import logging
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -43,6 +47,9 @@ NOTICE_LIBRARY = ("Your question seems to be in {question} and your documents ar
                   "passages best when you ask in the language of your documents, so try asking in {choices}.")
 NOTICE_LANGUAGE = ("Your question seems to be in {question} and the passages found are in {documents}: DocChat finds "
                    "passages best when you ask in the language of your documents, so try asking in {documents}.")
+
+# Chinese, Japanese and Korean write no spaces between words: each of their characters counts as a word.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -81,9 +88,14 @@ def guess(text: str) -> Guess:
     return Guess(str(code), float(confidence))
 
 
+def words(text: str) -> int:
+    """How many words `text` has: the spaced ones, plus one per character of a script without spaces."""
+    return len(text.split()) + len(_UNSPACED.findall(text))
+
+
 def question_language(question: str) -> str | None:
     """The question's language when it is long and clear enough to tell, else None."""
-    if len(question.split()) < MIN_QUESTION_WORDS:
+    if words(question) < MIN_QUESTION_WORDS:
         return None
     g = guess(question)
     return g.code if g.confidence >= MIN_CONFIDENCE else None
@@ -92,7 +104,7 @@ def question_language(question: str) -> str | None:
 def passages_language(passages: Sequence[Passage]) -> str | None:
     """The language of the top passages' text (the first PASSAGE_CHARS characters), or None when unsure."""
     text = " ".join(p.chunk.text for p in passages[:3])[:PASSAGE_CHARS]
-    if len(text.split()) < 20:
+    if words(text) < 20:
         return None
     g = guess(text)
     return g.code if g.confidence >= MIN_CONFIDENCE else None
@@ -167,11 +179,19 @@ def library_notice(question: str, passages: Sequence[Passage], store: Store,
     return NOTICE_OTHER_DOCUMENTS.format(languages=_listed(others, "and"), first=min(LANGUAGES[c] for c in others))
 
 
+def reads_many_languages(store: Store | None) -> bool:
+    """The library's embedding model finds passages across languages (its Embedder says `multilingual` is True)."""
+    return getattr(getattr(store, "embedder", None), "multilingual", False) is True
+
+
 def with_language_notice(notice: str | None, question: str, passages: Sequence[Passage], store: Store | None = None,
                          owners: Sequence[str | None] | None = None, doc_ids: Sequence[str] | None = None
                          ) -> str | None:
     """The reply's notice with the language sentence added when the question's language differs from the passages'
-    or, with `store`, from the library's documents' (all or some)."""
+    or, with `store`, from the library's documents' (all or some); never when the library's model reads many
+    languages."""
+    if reads_many_languages(store):
+        return notice
     if store is None:
         extra = language_notice(question, passages)
     else:

@@ -126,6 +126,17 @@ class RetrievalSettings(_Section):
     """Passages per question."""
     min_relevance: Annotated[float, Interval(ge=0, le=1)] = Field(0.25, validation_alias="DOCCHAT_MIN_RELEVANCE")
     """Below this best-passage similarity the answer is "not in your documents" (see docs/answers.md); a source below it is shown as a weak match."""
+    # the reranker (issue 46; rag_core/retrieve/reranker.py): off while `reranker` is empty
+    reranker: str = Field("", validation_alias="DOCCHAT_RERANKER")
+    """Reorders the best fused passages with a cross-encoder: empty (off), the address of a rerank server (llama.cpp's llama-server --reranking, Infinity, TEI, vLLM: http://host:port), or a folder holding an ONNX or BERT cross-encoder (model.onnx or model.safetensors with tokenizer.json)."""
+    rerank_model: str = Field("", validation_alias="DOCCHAT_RERANK_MODEL")
+    """Model name sent to the rerank server (needed when it serves several); empty: none sent."""
+    rerank_api_key: Secret = Field(None, validation_alias="DOCCHAT_RERANK_API_KEY")
+    """Bearer token for the rerank server; a local server needs none."""
+    rerank_top: Annotated[int, Interval(ge=5, le=50)] = Field(30, validation_alias="DOCCHAT_RERANK_TOP")
+    """Fused passages the reranker reorders for each question (the best DOCCHAT_TOP_K of them are used)."""
+    rerank_timeout_s: Annotated[float, Interval(gt=0, le=120)] = Field(5.0, validation_alias="DOCCHAT_RERANK_TIMEOUT")
+    """Seconds the reranker may take for one question (at most a quarter of DOCCHAT_LLM_TIMEOUT); then the passages stay in search order and the reply says so."""
 
 
 class AnswerSettings(_Section):
@@ -381,6 +392,9 @@ FIELDS: dict[str, tuple[str | None, str]] = {
     "temperature": ("llm", "temperature"), "chat_model": ("llm", "chat_model"),
     "openai_base_url": ("llm", "openai_base_url"), "openai_api_key": ("llm", "openai_api_key"),
     "top_k": ("retrieval", "top_k"), "min_relevance": ("retrieval", "min_relevance"),
+    "reranker": ("retrieval", "reranker"), "rerank_model": ("retrieval", "rerank_model"),
+    "rerank_api_key": ("retrieval", "rerank_api_key"), "rerank_top": ("retrieval", "rerank_top"),
+    "rerank_timeout_s": ("retrieval", "rerank_timeout_s"),
     "history_tokens": ("answer", "history_tokens"), "max_context_tokens": ("answer", "max_context_tokens"),
     "answer_tokens": ("answer", "answer_tokens"), "summary_max_calls": ("answer", "summary_max_calls"),
     "mode": (None, "mode"),

@@ -1,7 +1,7 @@
 """User-facing errors: every message is safe to show and says what to do. Every error of DocChat is defined here,
 by room: the root (DocChatError) and the wording they share, then settings and the library's storage, embedding
-models, one file that could not be added (IngestError and its kinds), linked folders, the language model, Wikipedia
-and the hosted demo.
+models, one file that could not be added (IngestError and its kinds), linked folders, the language model, the
+reranker, Wikipedia and the hosted demo.
 """
 from __future__ import annotations
 
@@ -506,6 +506,29 @@ class ModelPullFailed(LLMError):
         super().__init__(f"Ollama could not download the model “{model}”. Check the name on ollama.com/library "
                          "(for example llama3.2:3b) and your internet connection, then try again.", model=model,
                          detail=detail, details=f"Ollama said: {detail[:200]}")
+
+
+# -- the reranker (rag_core.retrieve.reranker) ------------------------------------------------------------------------
+class RerankerFailed(DocChatError):
+    """The reranker (DOCCHAT_RERANKER) could not be used for one question; the passages stay in search order and the
+    reply says so (rag_core.retrieve.reranker). `why` ends that sentence ("its server answered HTTP 500");
+    `timed_out`: it was too slow rather than broken."""
+
+    why: str
+    timed_out: bool
+
+    def __init__(self, why: str, timed_out: bool = False) -> None:
+        super().__init__(f"The reranker could not be used ({why}).", why=why, timed_out=timed_out)
+
+
+class RerankServerFailed(RerankerFailed):
+    """The rerank server (rag_core.retrieve.reranker_endpoint) could not be reached, was too slow, answered with an
+    HTTP error, or its answer was not one score per passage."""
+
+
+class RerankModelFailed(RerankerFailed):
+    """The local cross-encoder (rag_core.retrieve.reranker_onnx): its folder holds no usable model or tokenizer, or
+    the model failed to run."""
 
 
 # -- Wikipedia (rag_core.sources.wikipedia) ----------------------------------------------------------------------------

@@ -228,6 +228,7 @@ class Match:
     cosine: float | None = None  # the passage's dense (meaning) cosine similarity to the question
     lexical: float | None = None  # its BM25 score when the search by words returned it (None: not in that list)
     words: tuple[str, ...] = ()  # the question's words it contains, as the question writes them
+    reranked: bool = False  # its place among the passages was set by the reranker (DOCCHAT_RERANKER)
 
     @property
     def weak(self) -> bool:

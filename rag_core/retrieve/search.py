@@ -10,6 +10,9 @@ scope - from the same engine request (the top of the dense list, or a one-hit de
 Every returned passage carries its `Match` (`explain`): its cosine to the question (from the dense list, else from one
 dense search filtered to those chunks), its BM25 score when the lexical list returned it, the question's words it
 contains, and from those a plain kind (words, meaning, both) and level (high, medium, low): docs/retrieval.md.
+
+With a reranker configured (DOCCHAT_RERANKER, off by default: rag_core/retrieve/reranker.py), `zscore`'s fused,
+de-duplicated candidates are reordered by it before the top k are taken; those it ordered say so (`Match.reranked`).
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from rag_core.core.models import Chunk, Match, MatchKind, MatchLevel, Passage
 from rag_core.core.text import STOP_WORDS, TOKEN_RE, content_terms, mentions, stem
+from rag_core.retrieve import reranker
 from rag_core.retrieve.rerank import RERANK_DEPTH, rerank
 from rag_core.store.backends import Search
 from rag_core.store.vector_store import Store
@@ -51,6 +55,7 @@ class Retrieved:
 
     passages: list[Passage]
     relevance: float | None
+    notice: str | None = None  # the reranker's, when it was late or failed (rag_core/retrieve/reranker.py)
 
 
 def embed_queries(store: Store, queries: list[str]) -> list[QueryVectors]:
@@ -136,9 +141,10 @@ def zscore_fuse(dense: list[Passage], lexical: list[Passage], dense_weight: floa
 def retrieve_scored(store: Store, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
                     owners: Iterable[str | None] | None = None, method: str = DEFAULT_METHOD,
                     vectors: QueryVectors | None = None, dense_weight: float = DENSE_WEIGHT,
-                    relevance: bool = True) -> Retrieved:
+                    relevance: bool = True, model_rerank: bool = True) -> Retrieved:
     """Top-k de-duplicated passages for `query` (scoped to doc_ids / owners when given) and, unless `relevance` is
-    False, the best chunk's dense cosine, all from one request to Qdrant."""
+    False, the best chunk's dense cosine, all from one request to Qdrant. With a reranker configured (and
+    `model_rerank`), the fused candidates are reordered by it first (rag_core/retrieve/reranker.py)."""
     if method not in METHODS:
         raise ValueError(f"unknown retrieval method {method!r}; choose one of {', '.join(METHODS)}")
     if doc_ids is not None:
@@ -174,6 +180,9 @@ def retrieve_scored(store: Store, query: str, k: int = 5, doc_ids: Iterable[str]
         ranked = lists[0] if ranking else []
     best = (lists[0] if dense_first else lists[ranking]) if relevance else []
     kept, members = _dedupe(ranked)
+    by_model = (reranker.reorder(store.settings, query, [p.chunk.text for p in kept])
+                if model_rerank and method == "zscore" else reranker.UNCHANGED)
+    kept, members = by_model.apply(kept), by_model.apply(members)
     dense = lists[0] if dense_first else best  # the scores that are cosines (the others are fetched for the top k)
     lexical: list[Passage] = []  # the scores that are BM25 (fused ones are neither)
     if method == "zscore":
@@ -182,9 +191,11 @@ def retrieve_scored(store: Store, query: str, k: int = 5, doc_ids: Iterable[str]
         lexical = lists[0]
     n = max(k, RERANK_DEPTH) if reranked else k
     passages = explain(store, query, qv, kept[:n], members[:n], _scores(dense), _scores(lexical))
-    if reranked:
+    if by_model.order:
+        passages = reranker.marked(passages, len(by_model.order))
+    elif reranked:
         passages = rerank(query, passages)[:k]
-    return Retrieved(passages, best[0].score if best else None)
+    return Retrieved(passages, best[0].score if best else None, by_model.notice)
 
 
 def retrieve(store: Store, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,

@@ -59,6 +59,9 @@ def answer_to_dict(answer: Answer) -> dict[str, Any]:
     d = asdict(answer)
     kept = {k: v for k, v in (answer.extra or {}).items() if k in KEPT_EXTRA and isinstance(v, (str, bool))}
     d["extra"] = kept  # the rest is run-time detail (timings, raw text)
+    for passage in (*d["passages"], *(c["passage"] for c in d["citations"])):
+        if passage.get("match") and not passage["match"]["reranked"]:  # saved only when set: the files of answers
+            del passage["match"]["reranked"]  # made without the reranker stay as they were
     return d
 
 
@@ -90,7 +93,7 @@ def _match(d: Any) -> Match | None:
         return None
     try:
         match = Match(MatchKind(d["kind"]), MatchLevel(d["level"]), d.get("cosine"), d.get("lexical"),
-                      tuple(d.get("words") or ()))
+                      tuple(d.get("words") or ()), bool(d.get("reranked", False)))
         return _typed(match)
     except (KeyError, TypeError, ValueError) as e:  # only the explanation is lost: the passage itself is fine
         log.debug("A saved passage's match is unreadable: %s", e)

@@ -495,6 +495,23 @@ def test_stopping_early_keeps_the_backed_part_of_the_text(docs_library, server, 
     assert took < 2.0, f"Stop took {took:.2f} s to give the checked answer"
 
 
+def test_a_reply_that_copies_the_prompts_placeholder_is_withheld_for_quotes(docs_library, server, llm_settings):
+    # SmolLM2-135M on a real llama.cpp server answered "The source for gzip is [n].": the prompt's own "[n]" copied,
+    # citing nothing. Its words share a term with the passage, so the check alone would call it backed.
+    server.script(Reply("The source for the Zen of Python is [n]."))
+    _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
+    assert ans.mode == "quotes" and ans.notice == NOTICE_WITHHELD and ans.citations
+    assert "[n]" not in ans.text and "Beautiful is better than ugly" in ans.text
+    assert "The source for the Zen of Python is" in ans.extra["withheld_text"]
+
+
+def test_a_placeholder_beside_a_real_citation_is_dropped_and_the_rest_checked(docs_library, server, llm_settings):
+    server.script(Reply("Beautiful is better than ugly [1] [n]."))
+    _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings))
+    assert ans.mode == "model" and ans.text == "Beautiful is better than ugly [1]."
+    assert [(c.n, c.status) for c in ans.citations] == [(1, "verified")]
+
+
 def test_stopping_before_anything_backed_shows_the_closest_quotes_at_once(docs_library, server, llm_settings):
     server.script(Reply(f"{INVENTED} The rest is never read."))
     stream = gen.start_answer(docs_library, ZEN_Q, llm_settings)

@@ -103,3 +103,14 @@ def test_json_shapes_and_urls():
     assert whole["quote"] == PASSAGES[1].chunk.text
     pj = passage_json(PASSAGES[2], n=3)
     assert pj["n"] == 3 and pj["page"] == 3 and pj["text"] == PASSAGES[2].chunk.text
+
+
+@pytest.mark.parametrize("text, kept, count", [
+    ("The source for gzip is [n].", "The source for gzip is.", 1),
+    ("Fact [1] [N]. See [Source n], then [#].", "Fact [1]. See, then.", 3),
+    ("A checklist [x] and a link [n](http://a) stay.", "A checklist [x] and a link [n](http://a) stay.", 0),
+])
+def test_the_prompts_placeholder_is_counted_and_removed(text, kept, count):
+    res = resolve(text, PASSAGES)
+    assert (res.text, res.placeholders) == (kept, count)
+    assert [c.n for c in res.citations] == ([1] if "[1]" in text else [])

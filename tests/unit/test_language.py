@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag_core.answer import language as lang
-from rag_core.core.models import Chunk, Passage, SourceMeta
+from rag_core.core.models import Chunk, DocumentInfo, Passage, SourceMeta
 
 ENGLISH = ("The Panthers defense gave up just 308 points, ranking sixth in the league, while also leading the NFL in "
            "interceptions with 24 and boasting four Pro Bowl selections. Pro Bowl defensive tackle Kawann Short led "
@@ -50,6 +50,25 @@ def test_no_notice_when_languages_match_or_nothing_was_found():
     assert lang.language_notice("Combien de points la défense a-t-elle concédés ?", _passages("Too short.")) is None
 
 
+@pytest.mark.parametrize(("question", "code", "name"), [
+    ("黑豹队的防守丢了多少分？", "zh", "Chinese"),
+    ("パンサーズの守備は何点を許しましたか？", "ja", "Japanese"),
+    ("팬서스 수비는 몇 점을 허용했나요?", "ko", "Korean"),
+])
+def test_a_question_in_a_script_without_spaces_is_told_too(question, code, name):
+    # Counted by spaces, these questions are one or two "words" and were never labelled (no notice, a silent miss).
+    assert lang.question_language(question) == code
+    note = lang.language_notice(question, _passages(ENGLISH))
+    assert note is not None and name in note and "English" in note
+    assert lang.language_notice("多少", _passages(ENGLISH)) is None  # still too short to tell
+
+
+def test_passages_in_a_script_without_spaces_are_told():
+    chinese = "黑豹队的防守只丢了308分，在联盟中排名第六，同时以24次抄截领先全联盟，并有四名球员入选职业碗。" * 2
+    note = lang.language_notice("How many points did the Panthers defense give up?", _passages(chinese))
+    assert note is not None and "Chinese" in note
+
+
 def test_with_language_notice_appends_to_an_existing_notice():
     q = "¿Cuántos puntos permitió la defensa de los Panthers?"
     alone = lang.with_language_notice(None, q, _passages(ENGLISH))
@@ -62,3 +81,51 @@ def test_with_language_notice_appends_to_an_existing_notice():
 def test_hostile_input_is_bounded():
     huge = "Combien " * 200_000 + "\x00\ud7ff" * 1000
     assert lang.question_language(huge) in (None, *lang.LANGUAGES)
+
+
+class _Embedder:
+    """A stand-in for the library's Embedder: only what the language sentence reads of it."""
+
+    def __init__(self, multilingual: bool | None) -> None:
+        if multilingual is not None:  # None: an Embedder from before the property existed
+            self.multilingual = multilingual
+
+
+class _Store:
+    """A library of one English document, read through the two calls the language sentence makes."""
+
+    def __init__(self, embedder: _Embedder) -> None:
+        self.embedder = embedder
+
+    def list_documents(self, owners=None):
+        return [DocumentInfo("en-doc", "Doc", "md", None, 2, "2026-01-01", sha256="en", lang="en")]
+
+    def document_chunks(self, doc_id, owners=None):  # pragma: no cover - the document says its language
+        raise AssertionError("not read")
+
+
+@pytest.mark.parametrize("multilingual", [None, False])
+def test_an_english_model_library_says_when_languages_differ(multilingual):
+    store = _Store(_Embedder(multilingual))
+    q = "¿Cuántos puntos permitió la defensa de los Panthers?"
+    note = lang.with_language_notice("Kept.", q, _passages(ENGLISH), store)
+    assert note == "Kept. " + lang.NOTICE_LIBRARY.format(question="Spanish", documents="English", choices="English")
+    assert not lang.reads_many_languages(store)
+
+
+def test_a_multilingual_model_library_says_nothing_about_a_language_difference():
+    store = _Store(_Embedder(True))
+    assert lang.reads_many_languages(store)
+    for q, passages in (("¿Cuántos puntos permitió la defensa de los Panthers?", _passages(ENGLISH)),
+                        ("How many points did the Panthers defense give up?", _passages(GERMAN))):
+        assert lang.with_language_notice(None, q, passages, store) is None
+        assert lang.with_language_notice("Kept.", q, passages, store) == "Kept."
+
+
+def test_only_a_true_multilingual_counts():
+    """A mock's made-up attribute (truthy, not True) is not a multilingual model."""
+    class Loose:
+        multilingual = "yes"
+
+    assert not lang.reads_many_languages(_Store(Loose()))  # type: ignore[arg-type]
+    assert not lang.reads_many_languages(None)

@@ -73,3 +73,30 @@ def test_the_chat_says_why_in_plain_words():
     assert relevance.match_markdown(both).startswith(":green-badge[:material/check_circle: High relevance] ")
     hostile = match_for(0.4, 2.0, ("[x](javascript:alert(1))",), MIN)
     assert "](javascript" not in relevance.match_markdown(hostile)  # the question's words are escaped
+
+
+def test_a_reranked_passage_says_so_and_keeps_it_when_saved():
+    from dataclasses import replace
+
+    from rag_core.core.models import Answer, AnswerMode, Citation
+    from rag_core.service.conversation_data import answer_from_dict, answer_to_dict
+
+    plain = match_for(0.7, 4.0, ("impeller", "seal"), MIN)
+    assert not plain.reranked and "Reranked" not in relevance.match_markdown(plain)
+    reranked = replace(plain, reranked=True)  # its place was set by the reranker (DOCCHAT_RERANKER)
+    assert relevance.match_markdown(reranked).startswith(
+        ":green-badge[:material/check_circle: High relevance] :gray-badge[:material/swap_vert: Reranked] Strong match")
+    chunk = Chunk("d", 0, "The impeller seal.", 0, 18, None, None, (),
+                  SourceMeta(file_name="pump.txt", title="Pump", kind="txt", sha256="x"))
+
+    def saved(match: Match) -> dict:
+        passage = Passage(chunk, 1.0, match)
+        return answer_to_dict(Answer("The seal [1].", AnswerMode.MODEL, citations=(Citation(1, passage),),
+                                     passages=(passage,)))
+
+    as_before = saved(plain)  # an answer made without the reranker is saved as earlier releases saved it
+    assert "reranked" not in as_before["passages"][0]["match"]
+    assert "reranked" not in as_before["citations"][0]["passage"]["match"]
+    assert not answer_from_dict(as_before).passages[0].match.reranked  # saved by an earlier release: not reranked
+    again = answer_from_dict(saved(reranked))
+    assert again.passages[0].match.reranked and again.citations[0].passage.match.reranked

@@ -1,4 +1,5 @@
-"""The multilingual benchmark set is well formed: both directions, three languages, a test split, gold in place."""
+"""The multilingual benchmark set is well formed: both directions, every language (Latin and non-Latin scripts), a test
+split, gold in place."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,8 @@ from rag_core.answer.language import guess
 
 SET = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "multilingual.jsonl"
 FIELDS = {"id", "direction", "lang", "title", "split", "question", "gold", "qid", "passage_en", "passage"}
+LANGS = ("fr", "de", "es", "ru", "zh", "ar", "ja")  # each with >= 32 xx-en questions and >= 4 en-xx paragraphs
+NO_SPACES = ("zh", "ja")  # scripts written without spaces between words
 
 
 def rows() -> list[dict]:
@@ -19,12 +22,21 @@ def test_every_row_has_the_fields_and_unique_ids() -> None:
     rs = rows()
     assert all(set(r) == FIELDS for r in rs)
     assert len({r["id"] for r in rs}) == len(rs)
+    assert all(r["id"] == f"{r['direction']}-{r['lang']}-{r['qid']}" for r in rs)
 
 
-def test_both_directions_three_languages_and_a_test_split() -> None:
+def test_the_languages_are_the_listed_ones_with_enough_questions() -> None:
+    rs = rows()
+    assert {r["lang"] for r in rs} >= set(LANGS)
+    for lang in LANGS:
+        assert sum(r["direction"] == "xx-en" and r["lang"] == lang for r in rs) >= 32, lang
+        assert len({r["passage"] for r in rs if r["direction"] == "en-xx" and r["lang"] == lang}) >= 4, lang
+
+
+def test_both_directions_every_language_and_a_test_split() -> None:
     counts = Counter((r["direction"], r["lang"], r["split"]) for r in rows())
     for direction in ("xx-en", "en-xx"):
-        for lang in ("fr", "de", "es"):
+        for lang in LANGS:
             for split in ("tune", "test"):
                 assert counts[(direction, lang, split)] >= 3, (direction, lang, split)
 
@@ -45,11 +57,27 @@ def test_splits_are_by_article() -> None:
     assert all(len(s) == 1 for s in split_of.values())
 
 
+def test_splits_match_the_paraphrased_set() -> None:
+    paraphrased = SET.with_name("paraphrased.jsonl").read_text(encoding="utf-8").splitlines()
+    split_of = {json.loads(line)["title"]: json.loads(line)["split"] for line in paraphrased if line.strip()}
+    assert all(split_of[r["title"]] == r["split"] for r in rows())
+
+
+def test_an_english_paragraph_is_translated_once() -> None:
+    """Each translated paragraph replaces its English original in the benchmark's library: one translation each."""
+    translations: dict[str, set[str]] = {}
+    for r in rows():
+        if r["direction"] == "en-xx":
+            translations.setdefault(r["passage_en"], set()).add(r["passage"])
+    assert all(len(t) == 1 for t in translations.values())
+
+
 def test_the_translations_are_in_the_language_they_claim() -> None:
     """Each translated text is recognised as its language (the same detector the reply uses)."""
     wrong = []
     for r in rows():
         text = r["question"] if r["direction"] == "xx-en" else r["passage"]
-        if len(text.split()) >= 6 and guess(text).code != r["lang"]:
+        long_enough = len(text) >= 12 if r["lang"] in NO_SPACES else len(text.split()) >= 6
+        if long_enough and guess(text).code != r["lang"]:
             wrong.append(r["id"])
     assert len(wrong) <= 2, wrong

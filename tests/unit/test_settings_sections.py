@@ -50,6 +50,11 @@ EVERY_VARIABLE = {
     "OPENAI_API_KEY": ("llm.openai_api_key", "sk-local"),
     "DOCCHAT_TOP_K": ("retrieval.top_k", "7"),
     "DOCCHAT_MIN_RELEVANCE": ("retrieval.min_relevance", "0.4"),
+    "DOCCHAT_RERANKER": ("retrieval.reranker", "http://127.0.0.1:8012"),  # the reranker (issue 46)
+    "DOCCHAT_RERANK_MODEL": ("retrieval.rerank_model", "bge-reranker-v2-m3"),
+    "DOCCHAT_RERANK_API_KEY": ("retrieval.rerank_api_key", "rk"),
+    "DOCCHAT_RERANK_TOP": ("retrieval.rerank_top", "20"),
+    "DOCCHAT_RERANK_TIMEOUT": ("retrieval.rerank_timeout_s", "2.5"),
     "DOCCHAT_HISTORY_TOKENS": ("answer.history_tokens", "500"),
     "DOCCHAT_NUM_CTX_MAX": ("answer.max_context_tokens", "4096"),
     "DOCCHAT_ANSWER_TOKENS": ("answer.answer_tokens", "512"),
@@ -94,7 +99,7 @@ def _matches(value: object, text: str) -> bool:
 
 
 def test_the_variables_are_the_ones_earlier_releases_read():
-    assert set(EVERY_VARIABLE) == set(ENV_VARS) and len(EVERY_VARIABLE) == 54
+    assert set(EVERY_VARIABLE) == set(ENV_VARS) and len(EVERY_VARIABLE) == 59
     assert {row.variable: row.setting for row in describe()} == {v: p for v, (p, _) in EVERY_VARIABLE.items()}
 
 

@@ -1,6 +1,6 @@
 """The last step of every chain: the run's text becomes its Answer, every citation checked against its passage
 (rag_core.answer.grounding.evidence), a cited passage with instructions addressed to an AI marked, and the language
-notice added."""
+notice added (then the reranker's, when it was late or failed)."""
 from __future__ import annotations
 
 import time
@@ -50,5 +50,7 @@ def finish(run: AnswerRun, text: str, mode: AnswerMode, *, embedder: Embedder | 
         answer = mark_answer(answer)  # a cited passage with instructions addressed to an AI: say so
     answer = replace(answer, notice=with_language_notice(  # another language than its passages' or documents'
         answer.notice, ask.text, answer.passages, ask.library.store, ask.seen_by, ask.scope))
+    if run.rerank_notice:  # the reranker was late or failed (rag_core/retrieve/reranker.py): said last
+        answer = replace(answer, notice=" ".join(n for n in (answer.notice, run.rerank_notice) if n))
     run.answer = answer
     return answer

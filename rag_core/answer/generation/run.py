@@ -78,6 +78,7 @@ class AnswerRun:
     qvec: np.ndarray | None = None  # the searched question's vector
     relevance: float | None = None  # the best passage's cosine
     passages: list[Passage] = field(default_factory=list)
+    rerank_notice: str | None = None  # the reranker was late or failed: said in the reply's notice (finish.py)
     # decide answerable
     ranked: list[Candidate] = field(default_factory=list)  # quotable sentences of the top passages, best first
     dense: bool = False  # True once `ranked` was ranked by meaning (rag_core.answer.grounding.quotes SHORTLIST)

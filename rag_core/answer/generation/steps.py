@@ -82,6 +82,7 @@ def retrieve(run: AnswerRun) -> None:
     run.qvec = np.asarray(vectors.dense, dtype=np.float32)
     run.mark("embed_query", t)
     found = retrieve_scored(store, run.standalone, ask.k, ask.scope, ask.seen_by, vectors=vectors)
+    run.rerank_notice = found.notice  # the reranker's, when it was late or failed (rag_core/retrieve/reranker.py)
     run.passages = (widen.widen(store, found.passages, ask.seen_by) if widen.WIDEN_READ
                     else found.passages)  # the small-to-large read, when on (rag_core/retrieve/widen.py)
     run.mark("retrieve")
@@ -238,7 +239,9 @@ def conclude(run: AnswerRun, end: Ending, raw: str, text: str | None = None, don
     answer = finish(run, resolved.text, AnswerMode.MODEL, citations=resolved.citations, incomplete=end.incomplete,
                     notice=end.notice, extra={**extra, **details_extra(end.details)}, embedder=memo, **common)
     evidence = answer.extra.get("evidence", {})
-    if answer.text.strip() and not evidence.get("supported_claims") and (evidence.get("claims") or end.incomplete):
+    echoed = resolved.placeholders > 0 and not resolved.citations  # it copied the prompt's "[n]", cited nothing
+    if answer.text.strip() and (echoed or not evidence.get("supported_claims") and (evidence.get("claims")
+                                                                                  or end.incomplete)):
         # Nothing the model wrote is backed by a passage: show the closest quotes instead, and say so.
         log.info("Model answer withheld (%s): none of its %d claims is backed", end.end, evidence.get("claims", 0))
         run.answer = None

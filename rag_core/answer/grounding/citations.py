@@ -15,6 +15,8 @@ _NUM_LIST = _ITEM + r"(?:(?:\s*(?:,|;|\band\b|&)\s*|\s+)" + _ITEM + r")*"
 MARKER_RE = re.compile(r"\[\s*(?:(?:sources?|src)\s*:?\s*)?(" + _NUM_LIST + r")\s*\](?!\()", re.IGNORECASE)
 _ITEM_RE = re.compile(r"(\d{1,3})(?:\s*[-–]\s*(\d{1,3}))?")
 MAX_RANGE = 20  # a "range" wider than this is not a citation range ([1-999] is nonsense)
+# The prompt's own placeholder copied instead of a number ("... is [n].", "[source n]", "[#]"): it points at nothing.
+PLACEHOLDER_RE = re.compile(r"\[\s*(?:(?:sources?|src)\s*:?\s*)?(?:n|#|no\.?|number|citation)\s*\](?!\()", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -60,11 +62,16 @@ class ResolvedCitations:
 
     citations: tuple[Citation, ...]
     invalid: tuple[int, ...]  # numbers that point at no provided passage (one entry per occurrence)
-    text: str  # the answer text with invalid numbers removed from their brackets
+    text: str  # the answer text with invalid numbers and placeholders removed from their brackets
+    placeholders: int = 0  # copies of the prompt's "[n]" placeholder (removed from `text`)
 
 
 def resolve(text: str, passages: list[Passage] | tuple[Passage, ...]) -> ResolvedCitations:
-    """Map [n] markers to passages[n-1]; drop and count markers that point at no passage."""
+    """Map [n] markers to passages[n-1]; drop and count markers that point at no passage, and placeholders."""
+    text, placeholders = PLACEHOLDER_RE.subn("", text)
+    if placeholders:
+        text = re.sub(r"[ \t]+([.,;:!?)]|$)", r"\1", text, flags=re.MULTILINE)  # the space the placeholder left
+        log.warning("Answer wrote the placeholder [n] %d time(s) instead of a source number.", placeholders)
     valid = range(1, len(passages) + 1)
     citations: dict[int, Citation] = {}
     invalid: list[int] = []
@@ -89,7 +96,7 @@ def resolve(text: str, passages: list[Passage] | tuple[Passage, ...]) -> Resolve
     if invalid:
         log.warning("Answer cited %d marker(s) that match no source (%s); only %d sources were given.",
                     len(invalid), ", ".join(f"[{n}]" for n in invalid), len(passages))
-    return ResolvedCitations(tuple(citations.values()), tuple(invalid), "".join(pieces))
+    return ResolvedCitations(tuple(citations.values()), tuple(invalid), "".join(pieces), placeholders)
 
 
 def renumbered(answer: Answer) -> Answer:
