@@ -9,6 +9,7 @@ from rag_core.core.errors import DocChatError
 from rag_core.service import render
 from rag_core.service.workspace import OllamaStatus
 from ui import state as ui_state
+from ui.embedding_model import show_embedding_section
 from ui.navigation import require_app_entry
 from ui.retrieval_test import show_retrieval_test
 from ui.safe import guarded, show_message
@@ -235,6 +236,10 @@ with guarded("the language model settings"):  # a failure here still leaves the 
     else:
         _fixed_model_section()
 
+# -- the model that finds passages (issue 46) ------------------------------------------
+with guarded("the search model settings"):
+    show_embedding_section(ws)
+
 # -- answers -----------------------------------------------------------------------
 st.subheader("Answers")
 
@@ -260,7 +265,7 @@ if st.button("Restore defaults", icon=":material/restart_alt:", type="tertiary")
     st.session_state.pop(ui_state.OVERRIDES, None)
     st.session_state.pop(ui_state.PREFS, None)
     for key in ("set_host", "set_model", "set_use_llm", "set_k", "set_scope", "scope_mode", "set_provider",
-                "set_base_url", "set_server_model"):
+                "set_base_url", "set_server_model", "set_embedding_model"):
         st.session_state.pop(key, None)
     ui_state.save_choices()  # the saved choices go back to the defaults too (local: data/preferences.json)
     st.rerun()

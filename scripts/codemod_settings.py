@@ -36,6 +36,7 @@ SECTIONS = ("library", "ingest", "llm", "retrieval", "answer", "wikipedia", "dem
 MOVED = {
     "data_dir": "library.data_dir", "qdrant_url": "library.qdrant_url", "qdrant_api_key": "library.qdrant_api_key",
     "collection": "library.collection", "embedding_model": "library.embedding_model",
+    "embedding_timeout_s": "library.embedding_timeout_s",
     "chunk_tokens": "ingest.chunk_tokens", "max_upload_mb": "ingest.max_upload_mb",
     "max_docx_uncompressed_mb": "ingest.max_docx_uncompressed_mb", "max_sheet_rows": "ingest.max_sheet_rows",
     "reader_memory_mb": "ingest.reader_memory_mb", "ingest_timeout_s": "ingest.timeout_s",

@@ -83,7 +83,7 @@ def free_port() -> int:
 
 
 def serve(model: str, port: int, alias: str = ALIAS, ctx: int = 8192, threads: int = 2, parallel: int = 2,
-          chat_template: str = "") -> None:
+          chat_template: str = "", embeddings: bool = False) -> None:
     """Run llama.cpp's HTTP server in this process until SIGTERM/SIGINT (the child side of LlamaServer)."""
     import xllamacpp
 
@@ -97,6 +97,9 @@ def serve(model: str, port: int, alias: str = ALIAS, ctx: int = 8192, threads: i
     params.hostnames = ["127.0.0.1"]
     params.port = port
     params.warmup = False
+    if embeddings:  # `llama-server --embeddings --pooling mean`: /v1/embeddings (issue 46), mean of the token states
+        params.embedding = True
+        params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
     if chat_template:  # a built-in template by name goes through llama.cpp's own formatter, not the Jinja engine
         params.use_jinja = False
         params.chat_template = chat_template
@@ -120,8 +123,9 @@ class LlamaServer:
     OPENAI_BASE_URL is set to."""
 
     def __init__(self, model: Path | str | None = None, alias: str = ALIAS, threads: int = 2, parallel: int = 2,
-                 ctx: int = 8192, chat_template: str = "") -> None:
+                 ctx: int = 8192, chat_template: str = "", embeddings: bool = False) -> None:
         self.model = str(model or model_path())
+        self.embeddings = embeddings  # serve /v1/embeddings (llama-server --embeddings --pooling mean)
         self.chat_template = chat_template
         self.alias, self.threads, self.parallel, self.ctx = alias, threads, parallel, ctx
         self.port = free_port()
@@ -147,6 +151,8 @@ class LlamaServer:
                "--ctx", str(self.ctx)]
         if self.chat_template:
             cmd += ["--chat-template", self.chat_template]
+        if self.embeddings:
+            cmd.append("--embeddings")
         root = str(Path(__file__).resolve().parents[1])
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, cwd=root)
         os.close(fd)
@@ -225,11 +231,12 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--ctx", type=int, default=8192)
     parser.add_argument("--chat-template", default=None, help="a llama.cpp built-in template name")
+    parser.add_argument("--embeddings", action="store_true", help="serve /v1/embeddings (mean pooling)")
     args = parser.parse_args()
     choice = MODELS[args.llama_model]
     template = choice.chat_template if args.chat_template is None else args.chat_template
     serve(args.model or str(choice.path()), args.port, args.alias or choice.alias, args.ctx, args.threads,
-          args.parallel, template)
+          args.parallel, template, args.embeddings)
 
 
 if __name__ == "__main__":

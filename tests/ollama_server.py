@@ -6,6 +6,8 @@ It speaks what the official `ollama` client and langchain-ollama's ChatOllama us
                    {"stream": false} gets one JSON object.  Unknown model -> 404 {"error": "model ... not found"}.
   GET  /api/tags   installed models.        POST /api/show   model details (404 when missing).
   POST /api/pull   NDJSON progress {status, digest, total, completed} ending in {"status": "success"}.
+  POST /api/embed  {"embeddings": [[...]]} for `embed_models` (issue 46): the wire is Ollama's, the vectors are
+                   faked (hashed words, `fake_vector`), not a model's.
   GET  /api/version, GET /  (liveness).
 Each test scripts the chat replies (fixed text, citations, delays, a dropped connection, an error line, an
 HTTP error) and reads back every request received (`requests`, `chat_requests`).
@@ -84,6 +86,17 @@ def _model_entry(name: str) -> dict:
                         "parameter_size": "3.2B", "quantization_level": "Q4_K_M"}}
 
 
+def fake_vector(text: str, dim: int) -> list[float]:
+    """A stand-in embedding (not a model): each lower-cased word adds 1 to a bucket chosen by its hash, plus a small
+    constant so no vector is zero."""
+    import hashlib
+
+    out = [0.01] * dim
+    for word in re.findall(r"\w+", text.lower()):
+        out[int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % dim] += 1.0
+    return out
+
+
 class ScriptedServer(ThreadedServer):
     """What the scripted model servers share (this one and tests/openai_server.py): installed models, queued replies
     for `chat_path` (then `default`), every request kept, an optional bearer token, sleeps that end on stop."""
@@ -160,6 +173,11 @@ class OllamaServer(ScriptedServer):
         super().__init__(models, default, token)
         self.pull = PullScript()
         self.context_length = 131072  # what /api/show says of every model (model_info "llama.context_length")
+        # /api/embed (issue 46): embedding models and their vector sizes; vectors are faked (hashed words, not a
+        # model) but the wire is Ollama's: {"model", "input": [...]} -> {"model", "embeddings": [[...], ...]}
+        self.embed_models: dict[str, int] = {}
+        self.embed_delay = 0.0  # seconds per /api/embed request (a slow model)
+        self.embed_dim_override: int | None = None  # answer vectors of this size instead (a changed model)
 
 
 class _Handler(ScriptedHandler):
@@ -173,7 +191,8 @@ class _Handler(ScriptedHandler):
         elif not self._authorised():
             return
         elif self.path == "/api/tags":
-            self._send_json(200, {"models": [_model_entry(m) for m in self.owner.models]})
+            names = [*self.owner.models, *(m for m in self.owner.embed_models if m not in self.owner.models)]
+            self._send_json(200, {"models": [_model_entry(m) for m in names]})
         elif self.path == "/api/version":
             self._send_json(200, {"version": "0.12.6"})
         else:
@@ -185,7 +204,8 @@ class _Handler(ScriptedHandler):
         if not self._authorised():
             return
         body = body if isinstance(body, dict) else {}
-        route = {"/api/chat": self._chat, "/api/show": self._show, "/api/pull": self._pull}.get(self.path)
+        route = {"/api/chat": self._chat, "/api/show": self._show, "/api/pull": self._pull,
+                 "/api/embed": self._embed}.get(self.path)
         if route is None:
             self._send_json(404, {"error": "404 page not found"})
         else:
@@ -193,6 +213,10 @@ class _Handler(ScriptedHandler):
 
     def _show(self, body: dict) -> None:
         name = body.get("model") or body.get("name") or ""
+        if name in self.owner.embed_models:
+            self._send_json(200, {"details": _model_entry(name)["details"], "capabilities": ["embedding"],
+                                  "model_info": {"general.architecture": "bert"}})
+            return
         if name not in self.owner.models:
             self._send_json(404, {"error": f"model '{name}' not found"})
             return
@@ -201,6 +225,21 @@ class _Handler(ScriptedHandler):
             "details": _model_entry(name)["details"],
             "model_info": {"general.architecture": "llama", "llama.context_length": self.owner.context_length},
             "capabilities": ["completion", "tools"], "modified_at": "2026-11-01T10:00:00Z"})
+
+    def _embed(self, body: dict) -> None:
+        """Ollama's /api/embed: one vector per input; the vectors are a fake (each word hashed into one of `dim`
+        buckets, so texts sharing words are near), the request and answer shapes are the real ones."""
+        owner = self.owner
+        model = body.get("model", "")
+        if model not in owner.embed_models:
+            self._send_json(404, {"error": f'model "{model}" not found, try pulling it first'})
+            return
+        owner.sleep(owner.embed_delay)
+        texts = body.get("input", [])
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        dim = owner.embed_dim_override or owner.embed_models[model]
+        self._send_json(200, {"model": model, "embeddings": [fake_vector(t, dim) for t in texts],
+                              "total_duration": 1000, "load_duration": 10, "prompt_eval_count": len(texts)})
 
     def _chat(self, body: dict) -> None:
         owner = self.owner
@@ -280,4 +319,4 @@ class _Handler(ScriptedHandler):
 
 OllamaServer.handler = _Handler  # set here: the handler class is defined after the server
 
-__all__ = ["OllamaServer", "PullScript", "Recorded", "Reply", "ScriptedHandler", "ScriptedServer"]
+__all__ = ["OllamaServer", "PullScript", "Recorded", "Reply", "ScriptedHandler", "ScriptedServer", "fake_vector"]

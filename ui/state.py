@@ -106,7 +106,7 @@ def _restore_choices(ws: Workspace) -> bool:
 
 
 @st.cache_resource(show_spinner=False)
-def _embedder(model_name: str) -> Embedder:
+def _embedder(model_name: str) -> Embedder | None:
     """The embedding model, loading on a background thread: the page paints and lists the library meanwhile."""
     return load_embedder(model_name)
 

@@ -21,6 +21,7 @@ from rag_core.service.workspace import OVERRIDABLE, SERVER_ONLY, LocalWorkspace,
 if TYPE_CHECKING:
     from rag_core.demo.hub import DemoHub
     from rag_core.service.library import Library
+    from rag_core.service.reembed import Reembed
     from rag_core.store.embeddings import Embedder
 
 log = logging.getLogger(__name__)
@@ -31,10 +32,14 @@ SHUTDOWN_WAIT_S = 5.0  # on close, answers and ingests still running may finish 
 SHUTDOWN_GRACE_S = 2.0  # then they are stopped, and get this long to let go before the store closes
 
 
-def load_embedder(model_name: str) -> Embedder:
-    """The embedding model, loading on a background thread (a page paints and lists the library meanwhile)."""
+def load_embedder(model_name: str) -> Embedder | None:
+    """The embedding model, loading on a background thread (a page paints and lists the library meanwhile); None for
+    a model server's ("ollama:…", "openai:…": nothing to load, the library builds it from the settings; issue 46)."""
     from rag_core.store.embeddings import Embedder
+    from rag_core.store.server_embeddings import EmbeddingProvider, provider_of
 
+    if provider_of(model_name) is not EmbeddingProvider.LOCAL:
+        return None
     return Embedder(model_name, background=True)
 
 
@@ -64,7 +69,13 @@ class Runtime:
         from rag_core.service.library import Library
 
         self.settings = settings
-        self.library: Library = Library(settings, embedder=embedder)
+        self.reembed: Reembed | None = None  # issue 46: the background re-embedding, when the model was switched
+        if settings.mode == "demo":
+            self.library: Library = Library(settings, embedder=embedder)
+        else:  # issue 46: a library of another embedding model is opened with it and re-embedded in the background
+            from rag_core.service.reembed import open_for_model
+
+            self.library, self.reembed = open_for_model(settings, embedder)
         self.queue = IngestQueue(self.library)
         self.hub: DemoHub | None = None
         self.demo_conversations = SessionConversations()  # the demo's, per browser session
@@ -109,6 +120,18 @@ class Runtime:
             return DemoWorkspace(session, self.queue, self.demo_conversations.for_session(session_key))
         return LocalWorkspace(self.library, self.queue, session_settings(base or self.settings, overrides or {}))
 
+    def _stop_reembed(self, end: float, grace: float) -> None:
+        """Issue 46: the re-embedding (started at open or from the Settings page) stops between two batches; the next
+        start resumes it."""
+        if self.hub is not None:
+            return
+        from rag_core.service.reembed import current
+
+        job = current(self.library) or self.reembed
+        if job is not None:
+            job.stop()
+            job.wait(max(0.0, end - time.monotonic()) + grace)
+
     def close(self, timeout: float = SHUTDOWN_WAIT_S, grace: float = SHUTDOWN_GRACE_S) -> None:
         """Stop background threads and release the library: answers and ingests still running get up to `timeout`
         seconds to finish, then are stopped and get `grace` more to let go, so the store is not closed under them."""
@@ -119,6 +142,7 @@ class Runtime:
             from rag_core.service.folder_watch import watch_for
 
             watch_for(self.library).stop()
+        self._stop_reembed(end, grace)
         answers = live.drain(self.library, timeout, grace)
         jobs_ended = self.queue.close(max(0.0, end - time.monotonic()), grace)
         if answers or not jobs_ended:

@@ -60,7 +60,10 @@ class LibrarySettings(_Section):
     collection: NonEmpty = Field("docchat", validation_alias="DOCCHAT_COLLECTION")
     """Qdrant collection name."""
     embedding_model: NonEmpty = Field(DEFAULT_EMBEDDING_MODEL, validation_alias="DOCCHAT_EMBEDDING_MODEL")
-    """The bundled model, or a path to a local sentence-transformers model."""
+    """The bundled model, a path to a local sentence-transformers model, or a model server's embedding model: “ollama:MODEL” (at OLLAMA_HOST) or “openai:MODEL” (at OPENAI_BASE_URL)."""
+    embedding_timeout_s: Annotated[float, Interval(gt=0, le=3600)] = Field(
+        60.0, validation_alias="DOCCHAT_EMBEDDING_TIMEOUT_S")
+    """Seconds to wait for a model server's embeddings (DOCCHAT_EMBEDDING_MODEL “ollama:MODEL” or “openai:MODEL”)."""
 
 
 class IngestSettings(_Section):
@@ -378,7 +381,7 @@ SECTIONS: dict[str, type[_Section]] = {name: typing.cast(type[_Section], f.annot
 FIELDS: dict[str, tuple[str | None, str]] = {
     "data_dir": ("library", "data_dir"), "qdrant_url": ("library", "qdrant_url"),
     "qdrant_api_key": ("library", "qdrant_api_key"), "collection": ("library", "collection"),
-    "embedding_model": ("library", "embedding_model"),
+    "embedding_model": ("library", "embedding_model"), "embedding_timeout_s": ("library", "embedding_timeout_s"),
     "chunk_tokens": ("ingest", "chunk_tokens"), "max_upload_mb": ("ingest", "max_upload_mb"),
     "max_docx_uncompressed_mb": ("ingest", "max_docx_uncompressed_mb"), "max_sheet_rows": ("ingest", "max_sheet_rows"),
     "reader_memory_mb": ("ingest", "reader_memory_mb"), "ingest_timeout_s": ("ingest", "timeout_s"),

@@ -1,7 +1,7 @@
 """User-facing errors: every message is safe to show and says what to do. Every error of DocChat is defined here,
-by room: the root (DocChatError) and the wording they share, then settings and the library's storage, one file that
-could not be added (IngestError and its kinds), linked folders, the language model, the reranker, Wikipedia and the
-hosted demo.
+by room: the root (DocChatError) and the wording they share, then settings and the library's storage, embedding
+models, one file that could not be added (IngestError and its kinds), linked folders, the language model, the
+reranker, Wikipedia and the hosted demo.
 """
 from __future__ import annotations
 
@@ -106,6 +106,43 @@ class ConversationUnreadable(DocChatError):
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"The saved conversation `{path}` could not be opened ({reason}); it was left as it is. "
                          "Move or delete that file if you no longer need it.", path=path, reason=reason)
+
+
+# -- embedding models: a model server's, switching a library's model (issue 46, rag_core.store.server_embeddings) --
+class EmbeddingServerUnreachable(DocChatError):
+    """The server of DOCCHAT_EMBEDDING_MODEL did not answer, refused the model, or failed the request."""
+
+    def __init__(self, model: str, host: str, reason: str = "") -> None:
+        super().__init__(
+            f"The embedding model “{model}” could not be reached at {host}{f' ({reason})' if reason else ''}: "
+            "start the model server (and pull the model), or set DOCCHAT_EMBEDDING_MODEL back to the bundled model.",
+            model=model, host=host, details=f"DOCCHAT_EMBEDDING_MODEL={model} at {host}")
+
+
+class EmbeddingSizeWrong(DocChatError):
+    """The server returned vectors of another size than the model's (or the library's) vectors."""
+
+    def __init__(self, model: str, got: int, expected: int) -> None:
+        super().__init__(
+            f"The embedding model “{model}” returned vectors of {got} numbers where {expected} were expected, so "
+            "nothing was searched or added: check that the server serves the same model the library was built with.",
+            model=model, got=got, expected=expected)
+
+
+class ReembedBusy(DocChatError):
+    """A second re-embedding of the same library while one runs."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"The library is already being re-embedded with “{model}”: wait for it or stop it first.",
+                         model=model)
+
+
+class ReembedOnServer(DocChatError):
+    """Re-embedding is built for the embedded library only (its side folder and pointer file), not a Qdrant server."""
+
+    def __init__(self) -> None:
+        super().__init__("A library on a Qdrant server (QDRANT_URL) cannot switch its embedding model in place: set a "
+                         "new DOCCHAT_COLLECTION for the new model and add your documents again.")
 
 
 # -- a file that could not be added (rag_core.ingest) ------------------------------------------------------------------

@@ -26,6 +26,7 @@ from rag_core.injection.detect import flag_chunks
 from rag_core.retrieve.search import retrieve
 from rag_core.store.embeddings import Embedder
 from rag_core.store.migrate import migrate_if_needed
+from rag_core.store.server_embeddings import open_embedder  # issue 46
 from rag_core.store.vector_store import Store, open_store, stamp
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ class Library:
     def __init__(self, settings: Settings, embedder: Embedder | None = None, store: Store | None = None,
                  progress: Progress | None = None) -> None:
         self.settings = settings
-        self.embedder = embedder or Embedder(settings.library.embedding_model)
+        self.embedder = embedder or open_embedder(settings)  # issue 46: the local model or a model server's
         if store is None:  # a library of the previous release is upgraded first (`progress`: "upgrading")
             migrate_if_needed(settings, self.embedder, progress)
         self.store = store or open_store(settings, self.embedder)

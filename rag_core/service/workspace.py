@@ -28,6 +28,7 @@ from rag_core.service.conversations import (
     file_name_for,
     title_for,
 )
+from rag_core.service.embedding_choice import EmbeddingChoices, EmbeddingOption
 from rag_core.service.folder_sync import Bucket, FileChange, FolderDiff
 from rag_core.service.folder_watch import FolderCheck
 from rag_core.service.folder_workspace import Applied, LinkedFolders, LocalLinkedFolders
@@ -35,6 +36,7 @@ from rag_core.service.jobs import IngestQueue, JobKind, JobView, Work
 from rag_core.service.linked_folders import LinkedFolder
 from rag_core.service.live import LiveAnswer
 from rag_core.service.preferences import SETTING_CHOICES, FilePreferences, MemoryPreferences, Preferences
+from rag_core.service.reembed import ReembedState, ReembedStatus
 from rag_core.service.wiki_sync import RefreshReport, WikiImportResult
 
 if TYPE_CHECKING:
@@ -42,9 +44,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Applied", "Bucket", "Conversation", "FileChange", "FolderCheck", "FolderDiff", "JobKind", "JobView", "Limits",
-           "LinkedFolder", "Listing", "LiveAnswer", "LocalWorkspace", "OllamaStatus", "PullProgress", "RefreshReport",
-           "WikiImportResult", "Workspace"]
+__all__ = ["Applied", "Bucket", "Conversation", "EmbeddingChoices", "EmbeddingOption", "FileChange", "FolderCheck",
+           "FolderDiff", "JobKind", "JobView", "Limits", "LinkedFolder", "Listing", "LiveAnswer", "LocalWorkspace",
+           "OllamaStatus", "PullProgress", "ReembedState", "ReembedStatus", "RefreshReport", "WikiImportResult",
+           "Workspace"]
 
 OVERRIDABLE = SETTING_CHOICES  # what the Settings page may change for one session
 # in the hosted demo only the server decides these
@@ -243,6 +246,24 @@ class Workspace(LinkedFolders):
         """The retrieval test's search: the one a question makes (the demo also counts it as a question)."""
         return self.search(question, k)
 
+    # -- the embedding model (issue 46) ---------------------------------------------------
+    def embedding_choices(self) -> EmbeddingChoices | None:
+        """The embedding models the Settings page offers for the library; None where the person does not choose it
+        (the hosted demo)."""
+        return None
+
+    def choose_embedding_model(self, model: str) -> None:
+        """Re-embed the library with `model` in the background; searches keep the old vectors until the switch."""
+        raise NotImplementedError
+
+    def stop_embedding_switch(self) -> None:
+        """Stop the re-embedding under way: the library keeps its model."""
+        raise NotImplementedError
+
+    def embedding_switch(self) -> ReembedStatus | None:
+        """Where the re-embedding of the library is (documents done of all), if one was started; None otherwise."""
+        return None
+
     def model_toggle(self) -> bool:
         """True when there is a language model the person may switch off (answers then quote the documents)."""
         return True
@@ -342,3 +363,28 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
     def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Passage]:
         """Top-k passages from the whole library (or the chosen documents)."""
         return self.library.search(query, k, doc_ids)
+
+    def embedding_choices(self) -> EmbeddingChoices | None:
+        """The bundled models, the model servers' embedding models, and the re-embedding under way."""
+        from rag_core.service.embedding_choice import embedding_choices
+
+        return embedding_choices(self.library)
+
+    def choose_embedding_model(self, model: str) -> None:
+        """Start re-embedding the library with `model` (ReembedBusy, ReembedOnServer, or the model's own sentence)."""
+        from rag_core.service.reembed import switch_model
+
+        switch_model(self.library, model)
+
+    def stop_embedding_switch(self) -> None:
+        """Stop the re-embedding; what it built is removed and the library keeps its model."""
+        from rag_core.service.reembed import cancel_switch
+
+        cancel_switch(self.library)
+
+    def embedding_switch(self) -> ReembedStatus | None:
+        """The re-embedding's status, read without asking any server (the page redraws it every few seconds)."""
+        from rag_core.service.reembed import current
+
+        job = current(self.library)
+        return job.status() if job is not None else None

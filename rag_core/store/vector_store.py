@@ -27,14 +27,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from rag_core.core.config import Settings
+from rag_core.core.config import DEFAULT_EMBEDDING_MODEL, Settings
 from rag_core.core.errors import DiskFull, DocChatError, DocumentNotFound, EmbeddingModelMismatch
 from rag_core.core.models import Chunk, DocumentInfo, Passage, Progress, SourceMeta
 from rag_core.store.backends import (
@@ -50,6 +50,7 @@ from rag_core.store.backends import (
     RegistryEntry,
     Scope,
     Search,
+    closed_on_error,
     journal,
     open_backend,
     translated,
@@ -68,6 +69,7 @@ from rag_core.store.backends.layout import (  # noqa: F401 - chunk_from_payload,
     payload_document,
 )
 from rag_core.store.embeddings import LEXICAL_VERSION, Embedder
+from rag_core.store.server_embeddings import ServerEmbedder
 from rag_core.store.swap import SwapGate
 
 if TYPE_CHECKING:  # pragma: no cover - loaded when first used: langchain-qdrant takes seconds to import (issue 28)
@@ -123,7 +125,7 @@ class Store:
         self._lock = threading.RLock()  # writes only: add/delete are multi-step sequences
         self._unfinished: set[str] = set()  # adds / deletes not finished or undone (a full disk): retried on writes
         self.gate = SwapGate()  # searches share it; replacing a changed file's passages holds it alone
-        with self._engine("be opened"):
+        with self._engine("be opened"), closed_on_error(backend):  # issue 46: a refused library is let go
             self._ensure_collections()
         self.cleanup_pending()
         if backend.kind == "edge" and not self._unfinished:  # one process owns it: what no journal explains is damage
@@ -155,9 +157,11 @@ class Store:
                 self.backend.create(self.embedder.dim, {"embedding_model": self.embedder.name, "dim": self.embedder.dim,
                                                         "created_at": now_iso(), "lexical": LEXICAL_VERSION})
                 return
-            built_with = meta.get("embedding_model")
-            if built_with and built_with != self.embedder.name:
+            built_with = meta.get("embedding_model") or DEFAULT_EMBEDDING_MODEL  # issue 46: no record = MiniLM's
+            if built_with != self.embedder.name:
                 raise EmbeddingModelMismatch(self.collection, built_with, self.embedder.name)
+            if isinstance(self.embedder, ServerEmbedder) and isinstance(meta.get("dim"), int):
+                self.embedder.adopt_dim(meta["dim"])  # issue 46: opened without asking the (maybe absent) server
             if meta.get("dim") not in (None, self.embedder.dim):
                 raise EmbeddingModelMismatch(self.collection, f"{built_with} ({meta.get('dim')} dims)", self.embedder.name)
             if meta.get("lexical") != LEXICAL_VERSION:
@@ -357,6 +361,13 @@ class Store:
                 done += len(pending)
             self.backend.flush()
         return done
+
+    @contextmanager
+    def writes_paused(self) -> Iterator[None]:
+        """Hold every write (add, delete, replace) for the block; reads go on (issue 46: a re-embedding's last pass
+        and switch, so no upload lands between them)."""
+        with self._lock:
+            yield
 
     def import_entry(self, entry: RegistryEntry) -> None:
         """Write one registry entry as given (what add_chunks writes: doc_id, title, ..., status), flushed."""

@@ -43,6 +43,7 @@ SAMPLE = {
     "demo_total_mb": "999", "demo_questions_per_minute_total": "77", "demo_page_renders_per_minute_total": "88",
     "demo_trust_proxy": "True", "ingest_timeout_s": "120", "ingest_workers": "3", "folder_recheck_s": "60",
     "ocr": "False", "ocr_language": "deu+eng", "ocr_dpi": "200",
+    "embedding_timeout_s": "30",  # issue 46
     "reranker": "http://127.0.0.1:8012", "rerank_model": "bge-reranker-v2-m3", "rerank_api_key": "rk",
     "rerank_top": "20", "rerank_timeout_s": "2.5",  # the reranker (issue 46)
 }
@@ -65,7 +66,8 @@ def test_the_environment_variable_names_are_unchanged():
     assert ENV_VARS["DOCCHAT_READER_MEMORY_MB"] == "reader_memory_mb"
     assert ENV_VARS["DOCCHAT_DEMO_IDLE_MINUTES"] == "demo_session_idle_minutes"
     assert ENV_VARS["DOCCHAT_CHAT_MODEL"] == "chat_model" and ENV_VARS["OPENAI_BASE_URL"] == "openai_base_url"
-    assert len(ENV_VARS) == len(FIELDS) == 58
+    assert ENV_VARS["DOCCHAT_EMBEDDING_TIMEOUT_S"] == "embedding_timeout_s"  # issue 46
+    assert len(ENV_VARS) == len(FIELDS) == 59
 
 
 def test_the_chat_model_names_its_provider_and_ollama_stays_the_default():

