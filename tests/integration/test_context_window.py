@@ -26,7 +26,8 @@ from tests.llama_server import ALIAS, LlamaServer
 from tests.ollama_server import OllamaServer, Reply
 from tests.openai_server import OpenAIServer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow,
+              pytest.mark.remembered_vectors]  # the same manual is added in every test: each vector computed once
 
 QUESTION = "What pressure does the pump of the K-7 reach?"
 SUMMARY = "What is this document about?"
