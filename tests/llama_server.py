@@ -36,10 +36,7 @@ from typing import Any
 
 ALIAS = "smollm2-135m"  # the name /v1/models lists, as `llama-server --alias` sets it
 START_TIMEOUT_S = 120.0  # model load is ~1 s here; a loaded machine may take much longer
-# One compute thread: make test runs two workers on two cores, so a second llama.cpp thread mostly spin-waits at
-# llama.cpp's barriers for a core the other worker holds. Measured on this 2-core machine under load (a 700-token
-# prompt and 16 tokens written, 2 pairs): one thread took 0.50x the wall time and 0.46x the CPU time of two.
-THREADS = 1
+THREADS = 2  # llama.cpp's compute threads; tests/integration/test_context_window.py asks for one (it says why)
 
 
 def model_path() -> Path:
