@@ -36,6 +36,7 @@ from typing import Any
 
 ALIAS = "smollm2-135m"  # the name /v1/models lists, as `llama-server --alias` sets it
 START_TIMEOUT_S = 120.0  # model load is ~1 s here; a loaded machine may take much longer
+THREADS = 2  # llama.cpp's compute threads; tests/integration/test_context_window.py asks for one (it says why)
 
 
 def model_path() -> Path:
@@ -82,7 +83,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(model: str, port: int, alias: str = ALIAS, ctx: int = 8192, threads: int = 2, parallel: int = 2,
+def serve(model: str, port: int, alias: str = ALIAS, ctx: int = 8192, threads: int = THREADS, parallel: int = 2,
           chat_template: str = "", embeddings: bool = False) -> None:
     """Run llama.cpp's HTTP server in this process until SIGTERM/SIGINT (the child side of LlamaServer)."""
     import xllamacpp
@@ -122,7 +123,7 @@ class LlamaServer:
     """llama.cpp's server in a child process on 127.0.0.1:<free port>; a context manager. `base_url` is what
     OPENAI_BASE_URL is set to."""
 
-    def __init__(self, model: Path | str | None = None, alias: str = ALIAS, threads: int = 2, parallel: int = 2,
+    def __init__(self, model: Path | str | None = None, alias: str = ALIAS, threads: int = THREADS, parallel: int = 2,
                  ctx: int = 8192, chat_template: str = "", embeddings: bool = False) -> None:
         self.model = str(model or model_path())
         self.embeddings = embeddings  # serve /v1/embeddings (llama-server --embeddings --pooling mean)
@@ -227,7 +228,7 @@ def main() -> None:
     parser.add_argument("--model", default=None)
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--alias", default=None)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=THREADS)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--ctx", type=int, default=8192)
     parser.add_argument("--chat-template", default=None, help="a llama.cpp built-in template name")
