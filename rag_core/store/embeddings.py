@@ -283,8 +283,8 @@ class Embedder(Embeddings):
         self._counter = onnx_bert.load_tokenizer(self.path)
 
     def _load_e5(self) -> None:
-        """multilingual-e5-small: its graph read from the cache (or built there), one tokenizer that both cuts for
-        the model and counts for the chunker (it is only read once configured; ~230 MB, so not two)."""
+        """multilingual-e5-small: its graph read from the cache (or built there); its one tokenizer both cuts for the
+        model and counts for the chunker (threads share it safely)."""
         from rag_core.store.onnx_e5 import MAX_LENGTH, PREFIX_PIECES, OnnxE5, Precision
 
         cache = self._cache_dir if self._cache_dir is not None else model_cache_dir()
