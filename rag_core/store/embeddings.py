@@ -215,13 +215,16 @@ class Embedder(Embeddings):
     folder, see `model_cache_dir`), so later starts only read it.
     """
 
+    # Class defaults, so a subclass that makes no local model (server_embeddings.ServerEmbedder) reads them.
+    _e5: OnnxE5 | None = None  # the multilingual model, when that is the one
+    _multilingual = False
+
     def __init__(self, name: str = DEFAULT_EMBEDDING_MODEL, background: bool = False, lazy: bool = False,
                  cache_dir: Path | None = None) -> None:
         self.name = name
         self._multilingual = is_multilingual(name)
         self.path = resolve_model_path(name)  # a missing model says so here, before anything loads
         self._cache_dir = cache_dir
-        self._e5: OnnxE5 | None = None  # the multilingual model, when that is the one
         if self._multilingual:
             from rag_core.store.onnx_e5 import MAX_LENGTH, PREFIX_PIECES
 
