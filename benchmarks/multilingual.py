@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from rag_core.adapters import evaluation as ev
 from rag_core.answer.language import language_notice, with_language_notice
-from rag_core.core.config import Settings
+from rag_core.core.config import Settings, load_settings
 from rag_core.retrieve.search import embed_queries, retrieve
 from rag_core.service.library import Library
 
@@ -71,7 +71,7 @@ def model_settings(model: str | None) -> Settings:
     """The run's settings; with `model`, DOCCHAT_EMBEDDING_MODEL=model for the whole run (every Settings read later too)."""
     if model:
         os.environ[MODEL_ENV] = model
-    return Settings()
+    return load_settings()  # Settings() alone reads no environment variable
 
 
 def library_settings(ds: ev.Dataset, rows: list[dict], base: Settings) -> tuple[Settings, Settings]:

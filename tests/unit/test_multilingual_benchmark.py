@@ -8,15 +8,15 @@ import sys
 
 from benchmarks import multilingual as ml
 from rag_core.adapters import evaluation as ev
-from rag_core.core.config import DEFAULT_EMBEDDING_MODEL, Settings
+from rag_core.core.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, Settings, load_settings
 
 
 def test_model_option_sets_the_embedding_model_for_the_whole_run(monkeypatch):
     monkeypatch.delenv(ml.MODEL_ENV, raising=False)
-    settings = ml.model_settings(DEFAULT_EMBEDDING_MODEL)
-    assert os.environ[ml.MODEL_ENV] == DEFAULT_EMBEDDING_MODEL
-    assert settings.library.embedding_model == DEFAULT_EMBEDDING_MODEL
-    assert Settings().library.embedding_model == DEFAULT_EMBEDDING_MODEL  # read again later: the same model
+    settings = ml.model_settings(MULTILINGUAL_EMBEDDING_MODEL)  # not the default: a run that ignored it would show
+    assert os.environ[ml.MODEL_ENV] == MULTILINGUAL_EMBEDDING_MODEL
+    assert settings.library.embedding_model == MULTILINGUAL_EMBEDDING_MODEL
+    assert load_settings().library.embedding_model == MULTILINGUAL_EMBEDDING_MODEL  # read again later: the same
 
 
 def test_without_the_option_the_settings_choose(monkeypatch):
