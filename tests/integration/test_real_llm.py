@@ -19,7 +19,7 @@ from rag_core.answer.grounding import evidence as ev
 from rag_core.answer.summaries.start import start_summary
 from rag_core.core.config import Settings
 from rag_core.core.errors import ModelNotPulled
-from rag_core.core.models import AnswerMode, CitationStatus
+from rag_core.core.models import AnswerMode, ChatTurn, CitationStatus, Role
 from rag_core.service.library import Library
 
 pytestmark = pytest.mark.slow
@@ -94,7 +94,7 @@ def test_real_model_server_speaks_the_ollama_protocol(llm_server, tmp_path):
     assert err.value.status_code == 404
     settings = Settings(data_dir=tmp_path / "unused", ollama_host=llm_server.url, ollama_model="llama3.2:3b")
     with pytest.raises(ModelNotPulled):
-        rewrite_question("and his wife?", [("user", "Who was Tesla?")], settings, "llama3.2:3b")
+        rewrite_question("and his wife?", [ChatTurn(Role.USER, "Who was Tesla?")], settings, "llama3.2:3b")
 
 
 def test_real_model_answer_that_repeats_itself_is_stopped_and_shows_only_what_the_documents_back(capitals,

@@ -12,7 +12,8 @@ from rag_core.core.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING
 
 
 def test_model_option_sets_the_embedding_model_for_the_whole_run(monkeypatch):
-    monkeypatch.delenv(ml.MODEL_ENV, raising=False)
+    monkeypatch.setenv(ml.MODEL_ENV, "")  # remembered as it was, so what model_settings sets is undone after the test
+    monkeypatch.delenv(ml.MODEL_ENV)
     settings = ml.model_settings(MULTILINGUAL_EMBEDDING_MODEL)  # not the default: a run that ignored it would show
     assert os.environ[ml.MODEL_ENV] == MULTILINGUAL_EMBEDDING_MODEL
     assert settings.library.embedding_model == MULTILINGUAL_EMBEDDING_MODEL
@@ -25,6 +26,7 @@ def test_without_the_option_the_settings_choose(monkeypatch):
 
 
 def test_main_passes_the_model_on(monkeypatch, capsys):
+    monkeypatch.setenv(ml.MODEL_ENV, "")  # main may set it: undone after the test
     seen = []
     monkeypatch.setattr(ml, "run", lambda model=None: seen.append(model) or {"model": model, "multilingual": False,
                                                                             "xx-en ru": {"n": 1, "recall@5": 1.0}})
