@@ -1,6 +1,6 @@
 """Resident memory of the app's process: after start-up, after the first answer, after ingesting the 117-page PDF.
 
-Run: .venv/bin/python -m benchmarks.memory [--json] [--demo] [--library-10k] [--runtime onnx|torch]
+Run: .venv/bin/python -m benchmarks.memory [--json] [--demo] [--library-10k] [--runtime onnx|torch] [--model NAME]
 Goals: RSS after the first answer with a 10k-chunk library (--library-10k) <= 600 MB; peak while ingesting the
 117-page PDF <= 900 MB.
 
@@ -62,6 +62,8 @@ def main() -> None:
                     help="override rag_core.store.embeddings.BATCH_SIZE (texts per model forward pass) to see its effect")
     ap.add_argument("--runtime", choices=["onnx", "torch"], default="onnx",
                     help="the embedding model on ONNX EmbeddingRuntime (the app's) or on torch (the optional extra), to compare")
+    ap.add_argument("--model", default=None, help="the embedding model (DOCCHAT_EMBEDDING_MODEL), e.g. multilingual-e5-small; "
+                    "with --library-10k its own 10k library, answer_latency_10k-MODEL, built with that model")
     args = ap.parse_args()
     stages: list[dict] = []
     mark = stage_marker(stages)
@@ -87,12 +89,14 @@ def main() -> None:
             import shutil
 
             from benchmarks.answer_latency import CACHE
+            if args.model:
+                CACHE = CACHE.with_name(f"{CACHE.name}-{args.model}")
             if not CACHE.is_dir():
                 raise SystemExit("Build the 10k library first: .venv/bin/python -m benchmarks.answer_latency --runs 3")
             shutil.copytree(CACHE, Path(tmp) / "data")
         settings = Settings(data_dir=Path(tmp) / "data", ollama_host=srv.url, ollama_model="llama3.2:3b",
                             mode="demo" if args.demo else "local", ollama_api_key="k" if args.demo else None,
-                            demo_max_file_mb=10)
+                            demo_max_file_mb=10, **({"embedding_model": args.model} if args.model else {}))
         lib = Library(settings)
         ask = None
         if args.demo:
