@@ -21,6 +21,7 @@ ws = ui_state.workspace()
 settings = ws.settings
 base = ui_state.base_settings()
 prefs = ui_state.prefs()
+answers = ui_state.server_answers()  # the model servers are asked once per visit of this page, and on "Check again"
 
 st.caption(f"Changes here last {ws.settings_lifetime}.")
 
@@ -122,7 +123,7 @@ def _server_section() -> None:
                   help=f"The address of the server's OpenAI-compatible API, usually ending in /v1 ({SERVER_EXAMPLES}). "
                        "Empty: OpenAI's own service.")
     with st.spinner("Checking the model server…"):
-        status = ws.model_status(settings)
+        status = ws.model_status(settings, answers)
     if not status.reachable:
         show_message(status.error or "DocChat cannot reach the model server.", "warning")
         with st.container(border=True):
@@ -147,8 +148,12 @@ def _server_section() -> None:
             show_message(f"The model server has no model called “{model}”. Pick one of its models.", "info")
         elif not model:
             show_message("Pick one of the server's models to get written answers.", "info")
-    if st.button("Check again", icon=":material/refresh:"):
-        st.rerun()
+    _check_again_button()
+
+
+def _check_again_button() -> None:
+    """Ask the model servers again (their status and models are otherwise kept for this visit of the page)."""
+    st.button("Check again", icon=":material/refresh:", on_click=ui_state.forget_server_answers)
 
 
 def _ollama_section() -> None:
@@ -157,16 +162,14 @@ def _ollama_section() -> None:
                   help="Where Ollama runs. The usual address on your own computer is http://localhost:11434.")
 
     with st.spinner("Checking Ollama…"):
-        status = ws.model_status(settings)
+        status = ws.model_status(settings, answers)
     if not status.reachable:
         _how_to_start(status)
-        if st.button("Check again", icon=":material/refresh:"):
-            st.rerun()
+        _check_again_button()
         return
 
     head = st.container()  # the status line and the model choice: drawn after a download, so they include it
-    if st.button("Check again", icon=":material/refresh:"):
-        st.rerun()
+    _check_again_button()
     with st.form("pull", border=True):
         st.markdown("**Download a model**")
         name = st.text_input("Model name", value=settings.chat_model_name, key="pull_name",
@@ -175,7 +178,8 @@ def _ollama_section() -> None:
     current = settings
     if pull and name.strip() and _pull(name.strip()):
         current = ui_state.workspace().settings  # the downloaded model is now the chosen one
-        status = ws.model_status(current)
+        answers.forget()  # Ollama has one more model (perhaps one that embeds, for the section below)
+        status = ws.model_status(current, answers)
     with head:
         _model_choice(status, current.chat_model_name)
 
@@ -238,7 +242,7 @@ with guarded("the language model settings"):  # a failure here still leaves the 
 
 # -- the model that finds passages (issue 46) ------------------------------------------
 with guarded("the search model settings"):
-    show_embedding_section(ws)
+    show_embedding_section(ws, answers)
 
 # -- answers -----------------------------------------------------------------------
 st.subheader("Answers")

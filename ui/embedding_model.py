@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from rag_core.core.errors import DocChatError
-from rag_core.service.workspace import EmbeddingChoices, ReembedState, ReembedStatus, Workspace
+from rag_core.service.workspace import EmbeddingChoices, ReembedState, ReembedStatus, ServerAnswers, Workspace
 from ui import state as ui_state
 from ui.safe import label, show_message
 
@@ -55,9 +55,10 @@ def _progress(status: ReembedStatus, choices: EmbeddingChoices) -> None:
         show_message(status.error or "Re-reading the library stopped; it keeps its current model.", "warning")
 
 
-def show_embedding_section(ws: Workspace) -> None:
-    """The section, where the person chooses the model (nothing in the hosted demo)."""
-    choices = ws.embedding_choices()
+def show_embedding_section(ws: Workspace, answers: ServerAnswers | None = None) -> None:
+    """The section, where the person chooses the model (nothing in the hosted demo); `answers`: the model servers'
+    lists kept for this visit of the page (None: ask them now)."""
+    choices = ws.embedding_choices(answers)
     if choices is None:
         return
     st.subheader("Search model")

@@ -15,6 +15,7 @@ import streamlit as st
 log = logging.getLogger(__name__)
 _entry = threading.local()
 _ENTERED = "entered_via_app"
+_RUNS = "page_runs"  # how many page runs this session has had (a page tells a new visit from a rerun of itself)
 
 
 def app_pages() -> list:
@@ -31,12 +32,18 @@ def mark_app_entry() -> None:
     _entry.via_app = True
 
 
+def page_run() -> int:
+    """The number of this session's current page run (each page's run counts, whichever the page)."""
+    return int(st.session_state.get(_RUNS, 0))
+
+
 def require_app_entry() -> None:
     """Called at the top of each page script: rerun through app.py if the page was started on its own.
 
     Only a session's first run is redirected (it has no widget events to lose); a real server never starts a later
     run without app.py, since Streamlit leaves the pages/ folder mode for good after the first `st.navigation`.
     """
+    st.session_state[_RUNS] = page_run() + 1
     if getattr(_entry, "via_app", False):
         _entry.via_app = False
         st.session_state[_ENTERED] = True

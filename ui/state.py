@@ -14,10 +14,11 @@ from rag_core.adapters.runtime import OVERRIDABLE, client_address, load_embedder
 from rag_core.core.config import Settings, load_settings
 from rag_core.core.errors import DocChatError, SettingsError
 from rag_core.service import render
+from ui.navigation import page_run
 
 if TYPE_CHECKING:  # imported lazily: loading them takes seconds, and the page paints first
     from rag_core.adapters.runtime import Embedder, Runtime
-    from rag_core.service.workspace import Workspace
+    from rag_core.service.workspace import ServerAnswers, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ UPLOAD_JOBS = "upload_jobs"  # list of ingest job ids submitted by this session
 SESSION_KEY = "session_key"  # this browser session's id (the hosted demo keys its private library by it)
 CHOICES_LOADED = "saved_choices_loaded"  # True once this session has taken the saved Settings-page choices
 NOTICES = "page_notices"  # list of (kind, sentence) shown on the Library page until dismissed or replaced
+SERVER_ANSWERS = "server_answers"  # (page run, ServerAnswers): what the model servers said during this visit
 
 STARTUP_FAILED = ("DocChat could not open your document library. Restart DocChat; if this keeps happening, the "
                   "reason is in the window or log where DocChat runs.")
@@ -180,6 +182,25 @@ def workspace() -> Workspace:
     if _restore_choices(ws):  # a new session (a reload, a restart): the choices saved last time apply
         ws = rt.workspace(key, st.session_state.get(OVERRIDES, {}), base=base, client=visitor_address(base))
     return ws
+
+
+def server_answers() -> ServerAnswers:
+    """What the model servers said during this visit of the page (the Settings page asks them once per visit, not on
+    every rerun); a new visit (another page ran in between) starts afresh. Called once per run of the page."""
+    from rag_core.service.workspace import ServerAnswers
+
+    run = page_run()
+    kept = st.session_state.get(SERVER_ANSWERS)
+    answers = kept[1] if kept is not None and kept[0] in (run, run - 1) else ServerAnswers()
+    st.session_state[SERVER_ANSWERS] = (run, answers)
+    return answers
+
+
+def forget_server_answers() -> None:
+    """Ask the model servers again on the next run ("Check again")."""
+    kept = st.session_state.get(SERVER_ANSWERS)
+    if kept is not None:
+        kept[1].forget()
 
 
 def add_notice(text: str, kind: str = "warning") -> None:

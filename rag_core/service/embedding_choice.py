@@ -83,24 +83,36 @@ def multilingual_unavailable() -> str | None:
     return None
 
 
-def _server_models(settings: Settings, lister: Lister) -> tuple[list[str], list[str]]:
-    """(the embedding models the model servers list, one sentence per server that could not be asked)."""
+@dataclass(frozen=True)
+class ServerModels:
+    """What the model servers said: the embedding models they list ("ollama:bge-m3", …) and one sentence per server
+    that could not be asked (the slow part of the choices, which the Settings page keeps for its visit)."""
+
+    models: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def server_models(settings: Settings, lister: Lister | None = None) -> ServerModels:
+    """Ask the model servers of `settings` for their embedding models (Ollama, and the OpenAI-compatible server when
+    OPENAI_BASE_URL is set); never raises."""
     providers = [EmbeddingProvider.OLLAMA] + ([EmbeddingProvider.OPENAI] if settings.llm.openai_base_url else [])
     found: list[str] = []
     notes: list[str] = []
     for provider in providers:
         try:
-            found += lister(settings, provider)
+            found += (lister or _list)(settings, provider)
         except DocChatError as e:
             log.info("Not listing %s's embedding models: %s", provider, e)
             host = settings.llm.ollama_host if provider is EmbeddingProvider.OLLAMA else settings.llm.openai_base_url
             notes.append(f"The embedding models of your {SERVER_NAMES[provider]} appear here when it runs "
                          f"({host} does not answer now).")
-    return found, notes
+    return ServerModels(tuple(found), tuple(notes))
 
 
-def embedding_choices(library: Library, lister: Lister | None = None) -> EmbeddingChoices:
-    """What the Settings page offers for `library` (its own settings: the addresses its model server calls use)."""
+def embedding_choices(library: Library, lister: Lister | None = None,
+                      served: ServerModels | None = None) -> EmbeddingChoices:
+    """What the Settings page offers for `library` (its own settings: the addresses its model server calls use);
+    `served`: what its model servers said earlier (None: ask them now)."""
     settings = library.settings
     job = current(library)
     switching = job.status() if job is not None else None
@@ -111,9 +123,10 @@ def embedding_choices(library: Library, lister: Lister | None = None) -> Embeddi
         notes.append(unavailable)
     else:
         models.append(MULTILINGUAL_EMBEDDING_MODEL)
-    served, server_notes = _server_models(settings, lister or _list)
-    models += served
-    notes += server_notes
+    if served is None:
+        served = server_models(settings, lister)
+    models += served.models
+    notes += served.notes
     now = library.embedder.name
     target = switching.model if switching is not None and switching.state is ReembedState.RUNNING else None
     for model in (now, target):
@@ -127,5 +140,5 @@ def _list(settings: Settings, provider: EmbeddingProvider) -> list[str]:
     return list_embedding_models(settings, provider, timeout=LIST_TIMEOUT_S)
 
 
-__all__ = ["MANY_LANGUAGES", "STANDARD", "EmbeddingChoices", "EmbeddingOption", "embedding_choices", "label_of",
-           "multilingual_unavailable"]
+__all__ = ["MANY_LANGUAGES", "STANDARD", "EmbeddingChoices", "EmbeddingOption", "ServerModels", "embedding_choices",
+           "label_of", "multilingual_unavailable", "server_models"]

@@ -12,9 +12,10 @@ browser session its workspace.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from rag_core.core.config import Provider, Settings
 from rag_core.core.models import Answer, ChatTurn, DocKind, DocumentInfo, Passage, RetrievalTest
@@ -46,8 +47,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Applied", "Bucket", "Conversation", "EmbeddingChoices", "EmbeddingOption", "FileChange", "FolderCheck",
            "FolderDiff", "JobKind", "JobView", "Limits", "LinkedFolder", "Listing", "LiveAnswer", "LocalWorkspace",
-           "OllamaStatus", "PullProgress", "ReembedState", "ReembedStatus", "RefreshReport", "WikiImportResult",
-           "Workspace"]
+           "OllamaStatus", "PullProgress", "ReembedState", "ReembedStatus", "RefreshReport", "ServerAnswers",
+           "WikiImportResult", "Workspace"]
 
 OVERRIDABLE = SETTING_CHOICES  # what the Settings page may change for one session
 # in the hosted demo only the server decides these
@@ -57,6 +58,8 @@ MODEL_OFF = "The AI model that writes answers is not running, or DocChat cannot 
 TEST_NO_QUESTION = "Type a question to see which passages DocChat would read for it, and why."
 TEST_EMPTY_LIBRARY = "Your library is empty: add documents on the Library page, then test a question here."
 TEST_NOTHING_FOUND = "No passage of your documents could be found for this question."
+SERVER_ANSWER_MAX_AGE_S = 300.0  # a Settings page left open this long asks the model servers again
+T = TypeVar("T")
 
 
 class AnswerStreamLike(Protocol):
@@ -68,6 +71,31 @@ class AnswerStreamLike(Protocol):
     def answer(self) -> Answer | None: ...
 
     def close(self) -> None: ...
+
+
+class ServerAnswers:
+    """What the model servers said (their status, their models), kept so the Settings page asks them once per visit
+    instead of on every rerun. An answer is asked again when its key changes (the provider, the server's address),
+    once it is `max_age_s` old, or after `forget()` (the page's "Check again", a download)."""
+
+    def __init__(self, max_age_s: float = SERVER_ANSWER_MAX_AGE_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self._max_age_s = max_age_s
+        self._clock = clock
+        self._kept: dict[tuple[object, ...], tuple[float, object]] = {}
+
+    def get(self, key: tuple[object, ...], ask: Callable[[], T]) -> T:
+        """The answer kept under `key`, else `ask()`'s (then kept)."""
+        now = self._clock()
+        kept = self._kept.get(key)
+        if kept is not None and now - kept[0] < self._max_age_s:
+            return cast(T, kept[1])
+        answer = ask()
+        self._kept[key] = (now, answer)
+        return answer
+
+    def forget(self) -> None:
+        """Ask every server again next time."""
+        self._kept.clear()
 
 
 @dataclass(frozen=True)
@@ -207,12 +235,17 @@ class Workspace(LinkedFolders):
         return export_markdown(conv), file_name_for(conv.title)
 
     # -- the language model -------------------------------------------------------------
-    def model_status(self, settings: Settings | None = None) -> OllamaStatus:
+    def model_status(self, settings: Settings | None = None, answers: ServerAnswers | None = None) -> OllamaStatus:
         """Whether the model server (Ollama or an OpenAI-compatible one) answers and which models it has (never
-        raises)."""
+        raises); with `answers`, the one kept for this provider and address when there is one."""
         from rag_core.llm.ollama import model_status
 
-        return model_status(settings or self.settings)
+        current = settings or self.settings
+        if answers is None:
+            return model_status(current)
+        llm = current.llm
+        address = llm.ollama_host if current.chat_provider == Provider.OLLAMA else llm.openai_base_url
+        return answers.get(("model status", current.chat_provider, address), lambda: model_status(current))
 
     def pull_model(self, name: str, settings: Settings | None = None) -> Iterable[PullProgress]:
         """Download a model into the model server, yielding progress (an LLMError on failure)."""
@@ -247,9 +280,9 @@ class Workspace(LinkedFolders):
         return self.search(question, k)
 
     # -- the embedding model (issue 46) ---------------------------------------------------
-    def embedding_choices(self) -> EmbeddingChoices | None:
+    def embedding_choices(self, answers: ServerAnswers | None = None) -> EmbeddingChoices | None:
         """The embedding models the Settings page offers for the library; None where the person does not choose it
-        (the hosted demo)."""
+        (the hosted demo). With `answers`, the model servers' lists kept for their addresses when there are some."""
         return None
 
     def choose_embedding_model(self, model: str) -> None:
@@ -364,11 +397,15 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
         """Top-k passages from the whole library (or the chosen documents)."""
         return self.library.search(query, k, doc_ids)
 
-    def embedding_choices(self) -> EmbeddingChoices | None:
-        """The bundled models, the model servers' embedding models, and the re-embedding under way."""
-        from rag_core.service.embedding_choice import embedding_choices
+    def embedding_choices(self, answers: ServerAnswers | None = None) -> EmbeddingChoices | None:
+        """The bundled models, the model servers' embedding models (kept in `answers`, if given), and the
+        re-embedding under way."""
+        from rag_core.service.embedding_choice import embedding_choices, server_models
 
-        return embedding_choices(self.library)
+        settings = self.library.settings  # the addresses the library's model server calls use
+        served = None if answers is None else answers.get(
+            ("embedding models", settings.llm.ollama_host, settings.llm.openai_base_url), lambda: server_models(settings))
+        return embedding_choices(self.library, served=served)
 
     def choose_embedding_model(self, model: str) -> None:
         """Start re-embedding the library with `model` (ReembedBusy, ReembedOnServer, or the model's own sentence)."""
