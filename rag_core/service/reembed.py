@@ -147,8 +147,13 @@ def _open_on_server(settings: Settings, wanted: str, model: Callable[[str], Embe
     from rag_core.store.backends.client import connect
 
     backend = connect(settings)
+    collection = settings.library.collection
     with closed_on_error(backend):
-        server_model.finish_switch(backend, settings.library.collection)  # a first switch cut short by a kill
+        if server_model.finish_switch(backend, collection):  # a first switch cut short by a kill: the new library
+            now = backend.sibling(backend.alias_target(collection) or collection)
+            backend.close()
+            backend = now
+    with closed_on_error(backend):
         places = ServerPlaces(settings, backend)
         _resume_or_discard(places, wanted)
         meta = backend.read_meta()

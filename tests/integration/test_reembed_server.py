@@ -47,7 +47,7 @@ from rag_core.core.config import Settings
 from rag_core.store.backends import client as client_module
 from rag_core.service.reembed import open_for_model
 folder = str(Path(sys.argv[1]) / "qdrant-server")
-client_module.connect = lambda s: client_module.ClientBackend(QdrantClient(path=folder), s.library.collection)
+client_module.connect = lambda s: client_module.library_backend(QdrantClient(path=folder), s.library.collection)
 settings = Settings(data_dir=sys.argv[1], qdrant_url=sys.argv[5], ollama_host=sys.argv[2], embedding_model=sys.argv[3])
 library, job = open_for_model(settings)
 out = Path(sys.argv[4])
@@ -71,7 +71,7 @@ def ollama():
 def data_dir(tmp_path, monkeypatch, embedder) -> Path:
     """A server library of six documents made with MiniLM; connect() opens it in qdrant-client's local mode."""
     folder = tmp_path / "data"
-    monkeypatch.setattr(client_module, "connect", lambda s: ClientBackend(
+    monkeypatch.setattr(client_module, "connect", lambda s: client_module.library_backend(
         QdrantClient(path=str(s.library.data_dir / "qdrant-server")), s.library.collection))
     lib = Library(Settings(data_dir=folder, qdrant_url=URL), embedder=embedder)
     try:
@@ -130,7 +130,7 @@ def test_switch_on_a_server_searches_old_vectors_until_one_alias_step(data_dir, 
         library.close()
     library, job = open_for_model(_settings(data_dir, ollama), None)  # the next start: the new library directly
     try:
-        assert job is None
+        assert job is None and library.store.backend.collection == side  # opened by the name behind the alias
         _assert_whole(library, NEW)
         back = switch_model(library, DEFAULT_EMBEDDING_MODEL)  # and back: an alias moved from one side to another
         assert back is not None and back.wait(120).state is ReembedState.DONE

@@ -41,9 +41,17 @@ def connect(settings: Settings) -> ClientBackend:
     try:
         client = QdrantClient(url=settings.library.qdrant_url, api_key=settings.library.qdrant_api_key, timeout=TIMEOUT_S)
         client.get_collections()
+        return library_backend(client, settings.library.collection, serialize=False)
     except Exception as e:  # any transport error means "unreachable"
         raise StoreUnavailable(type(e).__name__) from e
-    return ClientBackend(client, settings.library.collection, serialize=False)
+
+
+def library_backend(client: QdrantClient, collection: str, serialize: bool = True) -> ClientBackend:
+    """The library `collection` on `client`, by the name of the collection it is now (issue 46: after a switch of
+    embedding model `collection` is an alias). A process keeps the collection it opened, with the model it opened it
+    with: a later switch never makes its searches meet another model's vectors (they fail once the old one is gone)."""
+    aliases = {a.alias_name: a.collection_name for a in client.get_aliases().aliases}
+    return ClientBackend(client, aliases.get(collection, collection), serialize=serialize)
 
 
 def _sparse(v: SparseVector) -> models.SparseVector:
