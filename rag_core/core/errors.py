@@ -149,14 +149,6 @@ class ReembedBusy(DocChatError):
                          model=model)
 
 
-class ReembedOnServer(DocChatError):
-    """Re-embedding is built for the embedded library only (its side folder and pointer file), not a Qdrant server."""
-
-    def __init__(self) -> None:
-        super().__init__("A library on a Qdrant server (QDRANT_URL) cannot switch its embedding model in place: set a "
-                         "new DOCCHAT_COLLECTION for the new model and add your documents again.")
-
-
 # -- a file that could not be added (rag_core.ingest) ------------------------------------------------------------------
 class IngestError(DocChatError):
     """A file could not be added to the library."""

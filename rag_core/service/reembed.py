@@ -13,11 +13,14 @@ A kill -9 at any moment leaves the pointer, so the old library, whole: before th
 the old library changed, after it the new one is complete. The next `open_for_model` resumes the plan when the same
 model is asked for (documents already in the side library are skipped; a half-written one is removed by the side
 store's repair and done again) and discards it otherwise.
+
+A library on a Qdrant server (QDRANT_URL) is re-embedded the same way into a side collection on the same server,
+with the plan in the library's collection metadata and a collection alias as the one-step switch
+(rag_core.store.server_model); rag_core.service.reembed_places holds what differs between the two.
 """
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 import weakref
 from dataclasses import dataclass, replace
@@ -25,28 +28,18 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from rag_core.core.config import Settings
-from rag_core.core.errors import DocChatError, EmbeddingModelMismatch, ReembedBusy, ReembedOnServer
+from rag_core.core.errors import DocChatError, EmbeddingModelMismatch, ReembedBusy
+from rag_core.service.reembed_places import EdgePlaces, Places, ServerPlaces, places_of
 from rag_core.store.backends import COMPLETE, RawPoint, Scope
 from rag_core.store.backends.layout import chunk_from_payload
 from rag_core.store.context import indexed_text
-from rag_core.store.model_record import (
-    ModelRecord,
-    ReembedPlan,
-    active_folder,
-    drop_plan,
-    edge_root,
-    read_plan,
-    side_folder,
-    stale_folders,
-    wanted_model,
-    write_choice,
-    write_plan,
-    write_pointer,
-)
+from rag_core.store.model_record import ModelRecord, ReembedPlan, active_folder, drop_plan, wanted_model, write_choice
 from rag_core.store.server_embeddings import open_embedder
 from rag_core.store.vector_store import Store
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rag_core.service.library import Library
     from rag_core.store.embeddings import Embedder
 
@@ -100,16 +93,17 @@ def resume_or_discard(settings: Settings, wanted: str | None = None) -> ReembedP
     """At start: keep a re-embedding under way for the model asked for (`wanted`, default `wanted_model`), else
     discard it; remove the side folders nothing uses (a discarded plan's, the old library after a switch). Returns
     the plan kept."""
-    wanted = wanted or wanted_model(settings)
-    plan = read_plan(settings)
+    return _resume_or_discard(EdgePlaces(settings), wanted or wanted_model(settings))
+
+
+def _resume_or_discard(places: Places, wanted: str) -> ReembedPlan | None:
+    plan = places.read_plan()
     if plan is not None and plan.model != wanted:
         log.warning("Discarding the unfinished re-embedding with %s (the model asked for is now %s)", plan.model,
                     wanted)
-        drop_plan(settings)
+        places.drop_plan()
         plan = None
-    for path in stale_folders(settings, keep=plan):
-        log.info("Removing the unused library folder %s", path)
-        shutil.rmtree(path, ignore_errors=True)
+    places.tidy(plan)
     return plan
 
 
@@ -121,11 +115,13 @@ def open_for_model(settings: Settings, embedder: Embedder | None = None) -> tupl
     from rag_core.service.library import Library
 
     wanted = wanted_model(settings)
-    plan = resume_or_discard(settings, wanted)
 
     def model(name: str) -> Embedder:
         return embedder if embedder is not None and embedder.name == name else open_embedder(settings, name)
 
+    if settings.library.qdrant_url:
+        return _open_on_server(settings, wanted, model)
+    plan = resume_or_discard(settings, wanted)
     target = model(wanted)
     if plan is None:
         try:
@@ -139,6 +135,37 @@ def open_for_model(settings: Settings, embedder: Embedder | None = None) -> tupl
     log.warning("Your library was built with %s; re-embedding it with %s in the background (searches use the "
                 "old vectors until it is done)", record.name, target.name)
     library = Library(settings, embedder=model(record.name))
+    return library, Reembed(library, target).start()
+
+
+def _open_on_server(settings: Settings, wanted: str, model: Callable[[str], Embedder]
+                    ) -> tuple[Library, Reembed | None]:
+    """open_for_model for a library on a Qdrant server: one connection, whose library metadata holds the plan."""
+    from rag_core.service.library import Library
+    from rag_core.store import server_model
+    from rag_core.store.backends import closed_on_error
+    from rag_core.store.backends.client import connect
+
+    backend = connect(settings)
+    collection = settings.library.collection
+    with closed_on_error(backend):
+        if server_model.finish_switch(backend, collection):  # a first switch cut short by a kill: the new library
+            now = backend.sibling(backend.alias_target(collection) or collection)
+            backend.close()
+            backend = now
+    with closed_on_error(backend):
+        places = ServerPlaces(settings, backend)
+        _resume_or_discard(places, wanted)
+        meta = backend.read_meta()
+        target = model(wanted)
+        record = None if meta is None else ModelRecord.from_meta(meta)
+        if record is None or record.name == target.name:
+            places.drop_plan()
+            return Library(settings, embedder=target, store=Store(backend, settings, target)), None
+        log.warning("Your library was built with %s; re-embedding it with %s in the background (searches use the "
+                    "old vectors until it is done)", record.name, target.name)
+        old = model(record.name)
+        library = Library(settings, embedder=old, store=Store(backend, settings, old))
     return library, Reembed(library, target).start()
 
 
@@ -157,11 +184,8 @@ def current(library: Library) -> Reembed | None:
 def switch_model(library: Library, name: str) -> Reembed | None:
     """The Settings page's choice: re-embed `library` with the model `name` in the background (searches keep the
     old vectors until the switch) and remember the choice for the next start. Choosing the library's own model
-    stops a re-embedding under way and returns None. ReembedBusy when the one under way does not stop in time;
-    ReembedOnServer for a library on a Qdrant server."""
+    stops a re-embedding under way and returns None. ReembedBusy when the one under way does not stop in time."""
     settings = library.settings
-    if settings.library.qdrant_url:
-        raise ReembedOnServer()
     running = current(library)
     if running is not None and running.status().state is ReembedState.RUNNING:
         if running.embedder.name == name:
@@ -170,9 +194,10 @@ def switch_model(library: Library, name: str) -> Reembed | None:
         if running.wait(STOP_WAIT_S).state is ReembedState.RUNNING:
             raise ReembedBusy(running.embedder.name)
     target = None if name == library.embedder.name else open_embedder(settings, name, background=True)
-    drop_plan(settings)  # (a model that cannot be opened raised above: nothing changed)
+    places = places_of(library)
+    places.drop_plan()  # (a model that cannot be opened raised above: nothing changed)
     write_choice(settings, name)
-    resume_or_discard(settings, name)  # the stopped re-embedding's side folder goes
+    _resume_or_discard(places, name)  # the stopped re-embedding's side folder (or collection) goes
     if target is None:
         with _JOBS_GUARD:
             _JOBS.pop(library, None)
@@ -195,20 +220,19 @@ class Reembed:
     """One background re-embedding of `library` with `embedder`; `status()`, `stop()`, `wait()`."""
 
     def __init__(self, library: Library, embedder: Embedder) -> None:
-        if library.settings.library.qdrant_url:
-            raise ReembedOnServer()
         self.library, self.embedder = library, embedder
         self.settings = library.settings
-        self.plan = ReembedPlan(side_folder(self.settings, embedder.name).name, embedder.name)
+        self.places = places_of(library)
+        self.plan = ReembedPlan(self.places.side_name(embedder.name), embedder.name)
         self._stop = threading.Event()
         self._status = ReembedStatus(embedder.name, ReembedState.RUNNING)
         self._thread = threading.Thread(target=self._run, name="docchat-reembed", daemon=True)
 
     def start(self) -> Reembed:
-        current = read_plan(self.settings)
+        current = self.places.read_plan()
         if current is not None and current != self.plan:
             raise ReembedBusy(current.model)
-        write_plan(self.settings, self.plan)
+        self.places.write_plan(self.plan)
         with _JOBS_GUARD:
             _JOBS[self.library] = self
         self._thread.start()
@@ -227,10 +251,8 @@ class Reembed:
 
     # -- the job -----------------------------------------------------------------------------------------------------
     def _run(self) -> None:
-        from rag_core.store.backends.edge import EdgeBackend
-
         try:
-            side = Store(EdgeBackend(edge_root(self.settings) / self.plan.folder), self.settings, self.embedder)
+            side = self.places.open_side(self.plan, self.embedder)
         except DocChatError as e:
             self._status = replace(self._status, state=ReembedState.FAILED, error=str(e))
             return
@@ -298,14 +320,14 @@ class Reembed:
             self._sync(side)
             record = ModelRecord(self.embedder.name, self.embedder.dim)
             with old.gate.swapping():
-                write_pointer(self.settings, edge_root(self.settings) / self.plan.folder, record)
+                self.places.switch(self.plan, record)
                 self.library.store, self.library.embedder = side, self.embedder
-        drop_plan(self.settings)
+        places = places_of(self.library)  # the new library's (on a server: its collection's metadata)
+        places.drop_plan()
         self._status = replace(self._status, state=ReembedState.DONE)
         log.warning("Your library is now searched with %s (%d documents)", self.embedder.name, self._status.total)
         old.close()
-        for path in stale_folders(self.settings):
-            shutil.rmtree(path, ignore_errors=True)
+        places.tidy(None)  # the old library goes
 
 
 __all__ = ["Reembed", "ReembedState", "ReembedStatus", "cancel_switch", "current", "open_for_model", "recorded_model",

@@ -408,7 +408,7 @@ class LocalWorkspace(LocalLinkedFolders, Workspace):
         return embedding_choices(self.library, served=served)
 
     def choose_embedding_model(self, model: str) -> None:
-        """Start re-embedding the library with `model` (ReembedBusy, ReembedOnServer, or the model's own sentence)."""
+        """Start re-embedding the library with `model` (ReembedBusy, or the model's own sentence)."""
         from rag_core.service.reembed import switch_model
 
         switch_model(self.library, model)

