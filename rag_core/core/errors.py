@@ -453,12 +453,16 @@ class ModelNotPulled(LLMError):
 
 
 class LLMTimeout(LLMError):
-    def __init__(self, seconds: float) -> None:
-        super().__init__(
-            f"The model did not answer within {duration(seconds)}. It may still be starting up; try again in a "
-            "moment.", seconds=seconds,
-            details=f"The waiting time is set by DOCCHAT_LLM_TIMEOUT (now {seconds:g} s); raise it for a slow computer.",
-        )
+    """The model server took too long: to answer (`status=False`, DOCCHAT_LLM_TIMEOUT) or to list its models when
+    its status is checked (`status=True`, a fixed few seconds)."""
+
+    def __init__(self, seconds: float, status: bool = False) -> None:
+        what = "The model server did not say which models it has" if status else "The model did not answer"
+        details = (f"It accepted the connection but sent nothing for {seconds:g} s: it may be busy, starting, or not a "
+                   "model server. Press Check again in a moment." if status else
+                   f"The waiting time is set by DOCCHAT_LLM_TIMEOUT (now {seconds:g} s); raise it for a slow computer.")
+        super().__init__(f"{what} within {duration(seconds)}. It may still be starting up; try again in a moment.",
+                         seconds=seconds, details=details)
 
 
 class StreamInterrupted(LLMError):

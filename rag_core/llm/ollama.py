@@ -89,7 +89,8 @@ def ollama_status(settings: Settings) -> OllamaStatus:
     try:
         listing = client.list()
     except (httpx.HTTPError, ConnectionError, ollama.ResponseError, ValueError) as e:  # ValueError: not JSON
-        err = translate_error(e, settings)
+        timed_out = isinstance(e, httpx.TimeoutException) and not isinstance(e, httpx.ConnectTimeout)
+        err = LLMTimeout(STATUS_TIMEOUT_S, status=True) if timed_out else translate_error(e, settings)
         log.info("Ollama status at %s: %s (%s)", settings.llm.ollama_host, type(e).__name__, e)
         return unreachable(err, Provider.OLLAMA)
     finally:

@@ -108,6 +108,8 @@ def openai_status(settings: Settings) -> OllamaStatus:
         models = _model_ids(response.json())
     except (httpx.TimeoutException, httpx.ConnectError, httpx.TransportError) as e:
         log.info("Model server status at %s: %s (%s)", host, type(e).__name__, e)
+        if isinstance(e, httpx.TimeoutException) and not isinstance(e, httpx.ConnectTimeout):
+            return unreachable(LLMTimeout(STATUS_TIMEOUT_S, status=True), Provider.OPENAI)
         return unreachable(OllamaUnavailable(host, Provider.OPENAI), Provider.OPENAI)
     except (json.JSONDecodeError, TypeError, KeyError) as e:  # a web page, or JSON of another kind
         log.info("Model server status at %s: not the API's JSON (%s)", host, e)

@@ -44,6 +44,36 @@ def test_status_when_ollama_is_not_running():
         assert technical not in st.error and technical in st.details
 
 
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_status_of_a_server_that_accepts_and_never_answers_names_the_status_wait(monkeypatch, provider):
+    """A hung server (the connection is accepted, nothing comes back): the sentence names the status check's own
+    wait (STATUS_TIMEOUT_S), not DOCCHAT_LLM_TIMEOUT's 60 s, and arrives within about that wait."""
+    import threading
+    import time
+
+    import rag_core.llm.ollama as ollama_mod
+    import rag_core.llm.openai_compat as openai_mod
+    from rag_core.llm.openai_compat import openai_status
+
+    for mod in (ollama_mod, openai_mod):
+        monkeypatch.setattr(mod, "STATUS_TIMEOUT_S", 1.0)
+    held: list[socket.socket] = []
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        url = f"http://127.0.0.1:{srv.getsockname()[1]}"
+        threading.Thread(target=lambda: held.append(srv.accept()[0]), daemon=True).start()
+        t0 = time.monotonic()
+        st = (ollama_status(Settings(ollama_host=url)) if provider == "ollama" else
+              openai_status(Settings(chat_model="openai:m", openai_base_url=f"{url}/v1")))
+        waited = time.monotonic() - t0
+    assert st.reachable is False and waited < 30
+    assert "within 1 second" in st.error and "60" not in st.error
+    assert "DOCCHAT_LLM_TIMEOUT" not in (st.details or "") and "Check again" in (st.details or "")
+    for c in held:
+        c.close()
+
+
 def test_status_sends_the_api_key_and_explains_a_refusal():
     with OllamaServer(models=["llama3.2:3b"], token="k-123") as srv:
         refused = ollama_status(Settings(ollama_host=srv.url))
