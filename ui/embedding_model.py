@@ -58,7 +58,8 @@ def _progress(status: ReembedStatus, choices: EmbeddingChoices) -> None:
 def show_embedding_section(ws: Workspace, answers: ServerAnswers | None = None) -> None:
     """The section, where the person chooses the model (nothing in the hosted demo); `answers`: the model servers'
     lists kept for this visit of the page (None: ask them now)."""
-    choices = ws.embedding_choices(answers)
+    with st.spinner("Asking the model server which search models it has…"):  # (shown only past half a second)
+        choices = ws.embedding_choices(answers)
     if choices is None:
         return
     st.subheader("Search model")
