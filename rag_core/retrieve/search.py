@@ -4,9 +4,10 @@
 call for Qdrant Edge and a Qdrant server); each list's scores are turned into z-scores and mixed with DENSE_WEIGHT.
 Scoping (doc_ids, owners) and hiding incomplete documents happen inside Qdrant: every list comes back complete.
 With a library whose model reads many languages (`Embedder.multilingual`: multilingual-e5-small), a candidate in
-another language than the question's (rag_core.core.language_id) has no lexical vote - BM25 matches the question's own
-words, which a passage in another language does not use - and gets back the cosine such a model takes off a passage
-for its language (CROSS_LANGUAGE_GAP): `zscore_fuse`'s `other_language`. With MiniLM nothing of this runs.
+another language than the question's (rag_core.core.language_id) gets a neutral lexical z-score, not a low one - BM25
+matches the question's own words, which a passage in another language does not use - and gets back the cosine such a
+model takes off a passage for its language (CROSS_LANGUAGE_GAP): `zscore_fuse`'s `other_language`. With MiniLM none
+of this runs.
 
 `retrieve_scored` also returns the relevance used by the honesty check - the dense cosine of the best chunk in
 scope - from the same engine request (the top of the dense list, or a one-hit dense search batched alongside).
@@ -139,7 +140,8 @@ def zscore_fuse(dense: list[Passage], lexical: list[Passage], dense_weight: floa
 
     `other_language` (doc_id, chunk index): candidates in another language than the question's (`other_language`
     below; none with MiniLM). The lexical list cannot judge them, so their lexical score is missing rather than low:
-    their fused score is their dense z-score alone, from their cosine plus CROSS_LANGUAGE_GAP."""
+    its z-score is neutral (0, the list's mean), and their dense z-score is taken from their cosine plus
+    CROSS_LANGUAGE_GAP."""
     scores = [p.score + CROSS_LANGUAGE_GAP if _key(p.chunk) in other_language else p.score for p in dense]
     lists = []
     for weight, hits, values in ((dense_weight, dense, scores), (1.0 - dense_weight, lexical, [p.score for p in lexical])):
@@ -149,7 +151,7 @@ def zscore_fuse(dense: list[Passage], lexical: list[Passage], dense_weight: floa
     for p in (*dense, *lexical):
         chunks.setdefault((p.chunk.doc_id, p.chunk.index), p.chunk)
     _, dense_z, dense_floor = lists[0]
-    out = [Passage(c, dense_z.get(key, dense_floor) if key in other_language else
+    out = [Passage(c, dense_weight * dense_z.get(key, dense_floor) if key in other_language else
                    sum(w * zmap.get(key, floor) for w, zmap, floor in lists)) for key, c in chunks.items()]
     return sorted(out, key=lambda p: p.score, reverse=True)
 
