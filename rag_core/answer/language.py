@@ -4,7 +4,8 @@ The embedding model (all-MiniLM-L6-v2) was trained on English, so a question in 
 the reverse, finds its passages far less well (benchmarks/multilingual.py measures how much). DocChat cannot fix
 that without a multilingual model that installs from a package on every platform (none does: docs/retrieval.md),
 so it says so: the reply's notice gets one sentence naming both languages. Languages come from py3langid (a naive
-Bayes model of byte n-grams, bundled in its wheel, ~0.1 ms a question), restricted to LANGUAGES; a question too
+Bayes model of byte n-grams, bundled in its wheel, ~0.1 ms a question: rag_core.core.language_id, which the search
+shares), restricted to LANGUAGES; a question too
 short or too unsure to tell gets no sentence, so an English question is not mislabelled (measured in
 benchmarks/multilingual.py on the English sets).
 
@@ -13,32 +14,18 @@ finds passages across languages, so a language difference alone is no reason to 
 """
 from __future__ import annotations
 
-import functools
 import logging
-import re
-import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rag_core.core.errors import DocChatError
-from rag_core.core.memory import release_free_memory
+from rag_core.core.language_id import LANGUAGES, MIN_CONFIDENCE, MIN_QUESTION_WORDS, guess, words
 from rag_core.core.models import DocumentInfo, Passage
 
 if TYPE_CHECKING:  # pragma: no cover - type only
     from rag_core.store.vector_store import Store
 
-# The languages told apart (ISO 639-1) with their names in a reply. A short question is only ever guessed among these.
-LANGUAGES = {
-    "en": "English", "fr": "French", "de": "German", "es": "Spanish", "it": "Italian", "pt": "Portuguese",
-    "nl": "Dutch", "sv": "Swedish", "da": "Danish", "no": "Norwegian", "fi": "Finnish", "pl": "Polish",
-    "cs": "Czech", "ro": "Romanian", "hu": "Hungarian", "tr": "Turkish", "el": "Greek", "ru": "Russian",
-    "uk": "Ukrainian", "ar": "Arabic", "he": "Hebrew", "hi": "Hindi", "zh": "Chinese", "ja": "Japanese",
-    "ko": "Korean", "vi": "Vietnamese", "id": "Indonesian",
-}
-MIN_QUESTION_WORDS = 3  # fewer words than this say too little about their language ("Tesla?")
-MIN_CONFIDENCE = 0.9  # py3langid's normalised probability; checked on the tune split (benchmarks/multilingual.py)
 LEARN_SECONDS = 0.25  # at most this long a question reading documents' languages (about 300 documents a second)
 PASSAGE_CHARS = 2000  # of the top passages read to tell their language
 NOTICE_OTHER_DOCUMENTS = ("Some of your documents are in {languages}: DocChat finds passages best in the language of "
@@ -48,49 +35,8 @@ NOTICE_LIBRARY = ("Your question seems to be in {question} and your documents ar
 NOTICE_LANGUAGE = ("Your question seems to be in {question} and the passages found are in {documents}: DocChat finds "
                    "passages best when you ask in the language of your documents, so try asking in {documents}.")
 
-# Chinese, Japanese and Korean write no spaces between words: each of their characters counts as a word.
-_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-
 log = logging.getLogger(__name__)
-_lock = threading.Lock()
 _doc_languages: dict[tuple[str, str, str], str | None] = {}  # (doc_id, sha256, added_at) -> language, per process
-
-
-@dataclass(frozen=True)
-class Guess:
-    """A language and how sure py3langid is of it (0..1)."""
-
-    code: str
-    confidence: float
-
-
-@functools.cache
-def _identifier() -> Any:  # a py3langid LanguageIdentifier, loaded once (about half a second)
-    import numpy as np
-    from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
-    from py3langid.modelio import load_model
-
-    # Built from the model's columns for LANGUAGES only (what set_languages() keeps), so the other 70 languages'
-    # table (~19 MB) is not held for the life of the app as set_languages() would.
-    ptc, pc, classes, nextmove, row, output = load_model(MODEL_DIR / MODEL_FILE)
-    keep = [i for i, c in enumerate(classes) if c in LANGUAGES]
-    ident = LanguageIdentifier(np.ascontiguousarray(np.asarray(ptc)[:, keep]), np.asarray(pc)[keep],
-                               [classes[i] for i in keep], nextmove, output, norm_probs=True, tk_row=row)
-    del ptc
-    release_free_memory()  # the model's file is decompressed into buffers that are freed by now
-    return ident
-
-
-def guess(text: str) -> Guess:
-    """The most likely language of `text` among LANGUAGES."""
-    with _lock:  # classify reuses the identifier's arrays: one caller at a time (each call takes ~0.1 ms)
-        code, confidence = _identifier().classify(text[:4000])  # bounded: a pasted book reads as its start
-    return Guess(str(code), float(confidence))
-
-
-def words(text: str) -> int:
-    """How many words `text` has: the spaced ones, plus one per character of a script without spaces."""
-    return len(text.split()) + len(_UNSPACED.findall(text))
 
 
 def question_language(question: str) -> str | None:

@@ -3,6 +3,11 @@
 `zscore` is the default: Qdrant returns the dense and the lexical candidates in one batched request (the same
 call for Qdrant Edge and a Qdrant server); each list's scores are turned into z-scores and mixed with DENSE_WEIGHT.
 Scoping (doc_ids, owners) and hiding incomplete documents happen inside Qdrant: every list comes back complete.
+With a library whose model reads many languages (`Embedder.multilingual`: multilingual-e5-small), a candidate in
+another language than the question's (rag_core.core.language_id) gets a neutral lexical z-score, not a low one - BM25
+matches the question's own words, which a passage in another language does not use - and gets back the cosine such a
+model takes off a passage for its language (CROSS_LANGUAGE_GAP): `zscore_fuse`'s `other_language`. With MiniLM none
+of this runs.
 
 `retrieve_scored` also returns the relevance used by the honesty check - the dense cosine of the best chunk in
 scope - from the same engine request (the top of the dense list, or a one-hit dense search batched alongside).
@@ -17,10 +22,11 @@ de-duplicated candidates are reordered by it before the top k are taken; those i
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from rag_core.core.language_id import passage_language, text_language
 from rag_core.core.models import Chunk, Match, MatchKind, MatchLevel, Passage
 from rag_core.core.text import STOP_WORDS, TOKEN_RE, content_terms, mentions, stem
 from rag_core.retrieve import reranker
@@ -37,6 +43,9 @@ ON_TOPIC = 0.5  # a passage this close in meaning (cosine) is about the question
 # rag_core.answer.grounding.answerability's test of a question whose name is missing (tuned there: docs/faithfulness.md)
 DENSE_WEIGHT = 0.5  # share of the dense z-score in the zscore mix (lexical gets the rest); measured in docs/retrieval.md
 CANDIDATES = 50  # candidates per list for fusion
+CROSS_LANGUAGE_GAP = 0.06  # cosine multilingual-e5-small takes off a passage for being in another language than the
+# question: the median over the tune split's English questions of cos(its English paragraph) - cos(the paragraph's
+# translation), 0.059 (0.03 French to 0.11 Chinese); docs/retrieval.md, "Cross-language retrieval"
 OVERFETCH = 2  # fetch k * OVERFETCH + 4 before de-duplication so k passages remain
 MAX_MERGED = 2  # chunks merged into one passage at most
 
@@ -125,17 +134,38 @@ def _zscores(scores: list[float]) -> list[float]:
     return [(s - mean) / std for s in scores]
 
 
-def zscore_fuse(dense: list[Passage], lexical: list[Passage], dense_weight: float = DENSE_WEIGHT) -> list[Passage]:
-    """Weighted sum of per-list z-scores; a candidate missing from one list gets that list's lowest z-score."""
+def zscore_fuse(dense: list[Passage], lexical: list[Passage], dense_weight: float = DENSE_WEIGHT,
+                other_language: Collection[tuple[str, int]] = frozenset()) -> list[Passage]:
+    """Weighted sum of per-list z-scores; a candidate missing from one list gets that list's lowest z-score.
+
+    `other_language` (doc_id, chunk index): candidates in another language than the question's (`other_language`
+    below; none with MiniLM). The lexical list cannot judge them, so their lexical score is missing rather than low:
+    its z-score is neutral (0, the list's mean), and their dense z-score is taken from their cosine plus
+    CROSS_LANGUAGE_GAP."""
+    scores = [p.score + CROSS_LANGUAGE_GAP if _key(p.chunk) in other_language else p.score for p in dense]
     lists = []
-    for weight, hits in ((dense_weight, dense), (1.0 - dense_weight, lexical)):
-        zs = _zscores([p.score for p in hits])
+    for weight, hits, values in ((dense_weight, dense, scores), (1.0 - dense_weight, lexical, [p.score for p in lexical])):
+        zs = _zscores(values)
         lists.append((weight, {(p.chunk.doc_id, p.chunk.index): z for p, z in zip(hits, zs, strict=True)}, min(zs, default=0.0)))
     chunks: dict[tuple[str, int], Chunk] = {}
     for p in (*dense, *lexical):
         chunks.setdefault((p.chunk.doc_id, p.chunk.index), p.chunk)
-    out = [Passage(c, sum(w * zmap.get(key, floor) for w, zmap, floor in lists)) for key, c in chunks.items()]
+    _, dense_z, dense_floor = lists[0]
+    out = [Passage(c, dense_weight * dense_z.get(key, dense_floor) if key in other_language else
+                   sum(w * zmap.get(key, floor) for w, zmap, floor in lists)) for key, c in chunks.items()]
     return sorted(out, key=lambda p: p.score, reverse=True)
+
+
+def other_language(store: Store, query: str, candidates: Iterable[Passage]) -> frozenset[tuple[str, int]]:
+    """The candidates (doc_id, chunk index) whose language differs from the question's, when the library's model reads
+    many languages and both languages are clear (rag_core.core.language_id); else none - and with an English-only
+    model (MiniLM) nothing is read."""
+    if getattr(store.embedder, "multilingual", False) is not True:
+        return frozenset()
+    asked = text_language(query)
+    if asked is None:
+        return frozenset()
+    return frozenset(_key(p.chunk) for p in candidates if passage_language(p.chunk.text) not in (None, asked))
 
 
 def retrieve_scored(store: Store, query: str, k: int = 5, doc_ids: Iterable[str] | None = None,
@@ -175,7 +205,7 @@ def retrieve_scored(store: Store, query: str, k: int = 5, doc_ids: Iterable[str]
         searches.append(Search(1, dense=qv.dense))
     lists = store.run(searches, doc_ids, owners) if searches else []
     if method == "zscore":
-        ranked = zscore_fuse(lists[0], lists[1], dense_weight)
+        ranked = zscore_fuse(lists[0], lists[1], dense_weight, other_language(store, query, (*lists[0], *lists[1])))
     else:
         ranked = lists[0] if ranking else []
     best = (lists[0] if dense_first else lists[ranking]) if relevance else []
