@@ -261,3 +261,4 @@ def test_the_cli_shows_one_warning_line_and_the_traceback_only_with_verbose(tmp_
     assert len(warnings) == 1 and "HTTP 500" in warnings[0] and srv.base_url in warnings[0], quiet.stderr
     assert "Traceback" not in quiet.stderr
     assert "Traceback" in verbose.stderr and "HTTP 500" in verbose.stderr
+    assert logging.getLogger("rag_core").level == logging.NOTSET  # `-v` did not outlive its run (the cli fixture)
