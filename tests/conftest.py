@@ -88,8 +88,8 @@ def cli(capsys, monkeypatch):
                 m.setenv(key, value)
             m.setattr(library_module, "Embedder", shared_model)
             m.setattr(embeddings_module, "Embedder", shared_model)  # `migrate` imports it when it runs
-            root = logging.getLogger()
-            handlers, level = root.handlers[:], root.level
+            root, own = logging.getLogger(), logging.getLogger("rag_core")
+            handlers, level, own_level = root.handlers[:], root.level, own.level
             root.handlers.clear()  # so main's logging.basicConfig installs its stderr handler, as in a new process
             try:
                 code = main(list(args))
@@ -100,6 +100,7 @@ def cli(capsys, monkeypatch):
                     added.close()
                 root.handlers[:] = handlers
                 root.setLevel(level)
+                own.setLevel(own_level)  # `-v` sets DocChat's own loggers to DEBUG: not for the tests after it
         out = capsys.readouterr()
         return CliRun(code, out.out, out.err)
 

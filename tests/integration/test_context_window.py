@@ -244,23 +244,21 @@ def test_a_server_error_is_one_warning_line_and_its_traceback_only_at_debug(tmp_
     assert any(r.levelno == logging.DEBUG and r.exc_info for r in caplog.records)
 
 
-def test_the_cli_shows_one_warning_line_and_the_traceback_only_with_verbose(tmp_path, embedder):
-    import os
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
+def test_the_cli_shows_one_warning_line_and_the_traceback_only_with_verbose(tmp_path, embedder, cli):
+    # `python -m rag_core ask` run in this process (the `cli` fixture: main's own logging set-up on stderr, as in a
+    # new process), so the two runs do not load the embedding model twice more; tests/integration/test_wikipedia.py
+    # keeps a real `python -m rag_core` process as the entry point's smoke test.
     with OpenAIServer(models=[ALIAS]) as srv:
         srv.default = Reply(status=500, error_body="out of memory")
         settings = _settings(tmp_path, srv.base_url)
         _library(settings, embedder).close()
-        env = {**os.environ, "DOCCHAT_DATA_DIR": str(settings.library.data_dir), "DOCCHAT_CHAT_MODEL": f"openai:{ALIAS}",
-               "OPENAI_BASE_URL": srv.base_url, "PYTHONPATH": str(root)}
-        runs = [subprocess.run([sys.executable, "-m", "rag_core", "ask", QUESTION, *flag], cwd=root, env=env,
-                               capture_output=True, text=True, timeout=300) for flag in ([], ["-v"])]
+        env = {"DOCCHAT_DATA_DIR": str(settings.library.data_dir), "DOCCHAT_CHAT_MODEL": f"openai:{ALIAS}",
+               "OPENAI_BASE_URL": srv.base_url}
+        runs = [cli("ask", QUESTION, *flag, env=env) for flag in ([], ["-v"])]
     quiet, verbose = runs
     assert quiet.returncode == 0, quiet.stderr
     warnings = [ln for ln in quiet.stderr.splitlines() if ln.startswith("WARNING")]
     assert len(warnings) == 1 and "HTTP 500" in warnings[0] and srv.base_url in warnings[0], quiet.stderr
     assert "Traceback" not in quiet.stderr
     assert "Traceback" in verbose.stderr and "HTTP 500" in verbose.stderr
+    assert logging.getLogger("rag_core").level == logging.NOTSET  # `-v` did not outlive its run (the cli fixture)
