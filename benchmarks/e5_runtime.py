@@ -6,8 +6,9 @@ Run: .venv/bin/python -m benchmarks.e5_runtime [--weights PATH/e5-small-q4.bin] 
 
 Goal (issue 46): e5 at most 2x MiniLM's time (e5-small has 12 layers to MiniLM's 6). One process loads every model
 (MiniLM through rag_core.store.embeddings.Embedder, e5 once per precision), then each round encodes the first
-`--paragraphs` XQuAD paragraphs with each model back to back (batches of 32, longest first, as the Embedder does:
-e5 with `passage: `), so a busy machine slows all alike: report the ratios, not the seconds. Query latency: the
+`--paragraphs` XQuAD paragraphs with each model back to back (as the Embedder batches them: MiniLM 32 at a time,
+longest first; e5 with `passage: `, longest first within 1024 padded pieces, onnx_e5.batches), so a busy machine slows
+all alike: report the ratios, not the seconds. Query latency: the
 first `--queries` XQuAD questions one at a time (e5 with `query: `), p50/p95 over all rounds. Memory: the growth of
 the resident set when each model loads (after a garbage collection), in MB.
 

@@ -309,7 +309,11 @@ class E5Tokenizer:
 
     def encode_batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(ids, attention mask), int64 [batch, longest], each text as <s> pieces </s>."""
-        rows = [[self._bos, *ids[:self.max_length - 2], self._eos] for ids in self.ids(texts)]
+        return self.pad(self.ids(texts))
+
+    def pad(self, pieces: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """`encode_batch` of texts already split (`ids`): each cut to the window, as <s> pieces </s>, padded."""
+        rows = [[self._bos, *ids[:self.max_length - 2], self._eos] for ids in pieces]
         longest = max((len(r) for r in rows), default=0)
         ids = np.full((len(rows), longest), self._pad, dtype=np.int64)
         mask = np.zeros((len(rows), longest), dtype=np.int64)

