@@ -104,6 +104,25 @@ def test_key_phrases_are_names_and_numbers_not_the_opening_word():
     assert "UMC" in A.key_phrases("What does the UMC oppose?")
 
 
+def test_a_number_written_onto_a_word_is_part_of_the_name():
+    """"bzip2" is a program's name: the reply said "Your documents don't mention “2”" (seen in Chromium)."""
+    assert A.key_phrases("What is the default compression level of bzip2?") == ["bzip2"]
+    assert A.key_phrases("bzip2 or gzip: which is older?") == ["bzip2"]  # (not dropped as an opening word)
+    assert A.key_phrases("What was the first internet2 network named") == ["internet2"]
+    assert A.key_phrases("Formed in mid-1961, who chaired it?") == ["1961"]  # a hyphen keeps them apart
+    assert A.key_phrases("Who fumbled the ball on 3rd-and-9?") == ["3", "9"]
+    assert A.key_phrases("Is python3.11 supported?") == ["python3.11"]
+    assert A.key_phrases("What happened in the 1990s?") == ["1990"]  # a number first stays a number
+    assert A.key_phrases("Does it run on Windows 11?") == ["Windows 11"]
+    p = _passage("gzip uses the deflate method; its default compression level is 6, and the 2 fastest are 1 and 2.")
+    v = A.check("What is the default compression level of bzip2?", [p], lambda phrase: False,
+                A.Signals(relevance=0.7))
+    assert not v.answerable and v.notice == "Your documents don't mention “bzip2”."  # ("2" alone is in the text)
+    q = _passage("bzip2 compresses with level 9 by default.")
+    assert A.check("What is the default compression level of bzip2?", [q], lambda phrase: False,
+                   A.Signals(relevance=0.7)).answerable
+
+
 def test_mentions_compares_stems_in_a_row():
     texts = ["Super Bowl 50 was an American football game. With 4:51 left, Denver scored."]
     assert A.mentions(texts, "Super Bowl 50") and A.mentions(texts, "super bowls 50")

@@ -48,6 +48,7 @@ _WORD = r"[^\W\d_][\w'’.-]*"
 _NAME_RE = re.compile(rf"(?:[A-Z]{_WORD}|\d[\d,.]*)(?:\s+(?:(?:of|de|von|van|the|and|der|la|le|du|al)\s+)?"
                       rf"(?:[A-Z]{_WORD}|\d[\d,.]*))*")
 _MARKER_RE = re.compile(r"\[[\d,\s–-]*\]")
+_GLUED_RE = re.compile(r"[^\W\d_]+$")  # letters with a number written onto them: "bzip" of "bzip2" (not "mid-" of "mid-1961")
 _ACRONYM_RE = re.compile(r"[A-Z]{2,5}")
 _QUESTION_OPENERS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how", "in", "on",
                                "at", "the", "a", "an", "is", "was", "are", "were", "did", "do", "does", "according",
@@ -80,9 +81,12 @@ def key_phrases(question: str) -> list[str]:
     out: list[str] = []
     question = _MARKER_RE.sub(" ", question)  # "… e.g. [1]": a citation marker is not a number asked about
     for m in _NAME_RE.finditer(question):
-        words = m.group().split()
-        starts = not question[:m.start()].strip() or question[:m.start()].rstrip()[-1] in ".?!:;"
-        if starts and len(words) == 1 and not _ACRONYM_RE.fullmatch(words[0]) and not words[0][0].isdigit():
+        start, text = m.start(), m.group()
+        if text[0].isdigit() and (glued := _GLUED_RE.search(question, 0, start)):  # "bzip2", "internet2": one name,
+            start, text = glued.start(), question[glued.start():m.end()]  # not the number "2" alone
+        words = text.split()
+        starts = not question[:start].strip() or question[:start].rstrip()[-1] in ".?!:;"
+        if starts and len(words) == 1 and not _ACRONYM_RE.fullmatch(words[0]) and not any(map(str.isdigit, words[0])):
             continue  # a capitalised first word alone ("Boycotting, …") is the sentence start, not a name
         while words and words[0].casefold().strip("'’") in _QUESTION_OPENERS and starts:
             words = words[1:]
