@@ -40,6 +40,7 @@ from rag_core.answer.generation.prompt import (
     bound_history,
     estimate_tokens,
     heuristic_standalone,
+    keeps_question,
     looks_like_follow_up,
     num_ctx_for,
 )
@@ -251,6 +252,22 @@ def test_follow_up_is_rewritten_before_retrieval(docs_library, server, llm_setti
     assert f"Question: {standalone}" in final["messages"][1]["content"]
     assert "Namespaces are one honking great idea" in ans.passages[0].chunk.text
     assert ans.mode == "model" and [c.n for c in ans.citations] == [1]
+
+
+def test_a_rewrite_that_drops_the_question_is_not_searched(docs_library, server, llm_settings):
+    """SmolLM2-135M on a real llama.cpp server rewrote "Who should I email about a bug in gzip?" (after another
+    question) as "I'm sorry for your loss." and the search then found nothing: a rewrite that keeps less than half of
+    what the question names is dropped, and the question itself is searched."""
+    server.script(Reply("I'm sorry for your loss."), Reply("Beautiful is better than ugly [1]."))
+    history = [ChatTurn(Role.USER, "What is the default compression level of bzip2?"),
+               ChatTurn(Role.ASSISTANT, "I couldn't find the answer to this in your documents.")]
+    _, ans = _run(gen.start_answer(docs_library, ZEN_Q, llm_settings, history=history))
+    assert len(server.chat_requests) == 2  # the rewrite was asked, then the answer
+    assert ans.standalone_question == ZEN_Q and ans.mode == "model" and [c.n for c in ans.citations] == [1]
+    assert "Beautiful is better than ugly" in ans.passages[0].chunk.text
+    assert keeps_question("What do the aphorisms say about namespaces?", "and what does it say about those?")
+    assert keeps_question("What is the price of the Model S?", "what about its price?")
+    assert not keeps_question("I couldn't find that in the documents.", "what about its price?")
 
 
 def test_history_is_bounded_by_its_token_budget():

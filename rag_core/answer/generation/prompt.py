@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from rag_core.core.config import Settings
 from rag_core.core.errors import ContextTooSmall, LLMError
 from rag_core.core.models import ChatTurn, Passage, Role
+from rag_core.core.text import content_terms, is_refusal
 from rag_core.injection.detect import is_flagged
 from rag_core.llm.chat import ChatBackend, backend_for, chat_messages, strip_thinking
 from rag_core.llm.context_window import fit, learn
@@ -118,6 +119,16 @@ def _clean_rewrite(text: str, question: str) -> str:
     return line
 
 
+def keeps_question(rewrite: str, question: str) -> bool:
+    """Is the model's rewrite still the question: not a refusal or an apology, and holding at least half of what the
+    question itself names (its content words; a follow-up made only of pronouns names nothing and is not judged)?
+    A small model may answer the conversation instead ("I'm sorry for your loss." for a question about gzip)."""
+    if is_refusal(rewrite):
+        return False
+    asked = content_terms(question).words
+    return not asked or 2 * len(asked & content_terms(rewrite).words) >= len(asked)
+
+
 def rewrite_question(question: str, history: Sequence[ChatTurn], settings: Settings,
                      model: str | None = None, *, chat: ChatBackend | None = None) -> str:
     """Ask the chat model (`chat`, else Ollama's `model`) for a standalone version of a follow-up question;
@@ -131,7 +142,11 @@ def rewrite_question(question: str, history: Sequence[ChatTurn], settings: Setti
                                   **chat.call_kwargs(num_ctx_for(tokens, settings), REWRITE_MAX_TOKENS, 0.0))
     except Exception as e:  # every transport/model failure becomes one friendly LLMError
         raise chat.translate(e) from e
-    return _clean_rewrite(strip_thinking(str(reply.content)), question)
+    rewritten = _clean_rewrite(strip_thinking(str(reply.content)), question)
+    if not keeps_question(rewritten, question):
+        log.info("The model's rewrite of a follow-up dropped the question (%r); searching without it", rewritten[:200])
+        return heuristic_standalone(question, history)
+    return rewritten
 
 
 def standalone_question(question: str, history: Sequence[ChatTurn], settings: Settings,
