@@ -28,16 +28,13 @@ from rag_core.store.backends import client as client_module
 from rag_core.store.backends.client import ClientBackend
 from rag_core.store.model_record import ModelRecord, ReembedPlan
 from tests.ollama_server import OllamaServer
+from tests.reembed_helpers import CHILD_STATUS_LOOP, EMBED_MODELS, NEW, TOPICS
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-NEW = "ollama:fake-embed"
 COLLECTION = "docchat"
 URL = "http://local-mode.invalid:6333"  # never asked: connect is replaced by qdrant-client's local mode
-TOPICS = ["Brussels is the capital of Belgium.", "Lisbon is the capital of Portugal.",
-          "Vienna is the capital of Austria.", "Dublin is the capital of Ireland.",
-          "Warsaw is the capital of Poland.", "Prague is the capital of Czechia."]
 TITLES = [f"City {i}" for i in range(len(TOPICS))]
 CHILD = """
 import json, sys, time
@@ -49,21 +46,13 @@ from rag_core.service.reembed import open_for_model
 folder = str(Path(sys.argv[1]) / "qdrant-server")
 client_module.connect = lambda s: client_module.library_backend(QdrantClient(path=folder), s.library.collection)
 settings = Settings(data_dir=sys.argv[1], qdrant_url=sys.argv[5], ollama_host=sys.argv[2], embedding_model=sys.argv[3])
-library, job = open_for_model(settings)
-out = Path(sys.argv[4])
-while True:
-    status = job.status()
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"done": status.done, "total": status.total, "state": str(status.state)}))
-    tmp.replace(out)
-    time.sleep(0.02)
-"""
+""" + CHILD_STATUS_LOOP
 
 
 @pytest.fixture
 def ollama():
     with OllamaServer(models=["llama3.2:3b"]) as srv:
-        srv.embed_models = {"fake-embed": 24}
+        srv.embed_models = dict(EMBED_MODELS)
         yield srv
 
 
