@@ -4,7 +4,8 @@ Used when the PDF names no title of its own (no metadata title, no usable first 
 "some-product-spec.pdf" states "Acme Rotor Controller" in large type at its top. The largest size on page 1 must be
 clearly larger than the page's body text (a page all in one size has no title this way); the lines in that size are
 taken in reading order, joined while they follow each other closely (a title wrapped over two lines); a line that is
-repeated on page 2 (a running header or footer), a page number, a generic section name ("Contents", "Abstract") or
+repeated on page 2 in the same size (a running header or footer; the title repeated in small type in the running
+header of the next pages, as LaTeX sets it, is still the title), a page number, a generic section name ("Contents", "Abstract") or
 a sentence is not a title. "" when nothing fits, and the file's name is kept.
 """
 from __future__ import annotations
@@ -57,9 +58,18 @@ def _body_size(lines: list[_Line]) -> float:
     return sizes.most_common(1)[0][0]
 
 
+def _page_two(doc: pymupdf.Document) -> list[_Line]:
+    return _lines(doc[1]) if doc.page_count > 1 else []
+
+
 def _repeated(doc: pymupdf.Document) -> set[str]:
     """The lines of page 2: one of page 1 that is there too is a running header or footer."""
-    return {ln.text for ln in _lines(doc[1])} if doc.page_count > 1 else set()
+    return {ln.text for ln in _page_two(doc)}
+
+
+def _header_of(line: _Line, page_two: list[_Line]) -> bool:
+    """`line` (of page 1) is on page 2 too, in the same size: a running header or footer."""
+    return any(ln.text == line.text and abs(ln.size - line.size) <= _SAME_SIZE for ln in page_two)
 
 
 def page_one_title(doc: pymupdf.Document, heading: str, file_name: str) -> str:
@@ -75,9 +85,8 @@ def largest_type_title(doc: pymupdf.Document, file_name: str) -> str:
     """The title page 1 states in its largest type (see the module's text), or ""."""
     if doc.page_count == 0:
         return ""
-    every = _lines(doc[0])
-    repeated = _repeated(doc)
-    lines = [ln for ln in every if ln.text not in repeated and not _PAGE_NUMBER_RE.fullmatch(ln.text)]
+    every, page_two = _lines(doc[0]), _page_two(doc)
+    lines = [ln for ln in every if not _header_of(ln, page_two) and not _PAGE_NUMBER_RE.fullmatch(ln.text)]
     if not lines:
         return ""
     largest = max(ln.size for ln in lines)
