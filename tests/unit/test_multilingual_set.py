@@ -81,3 +81,30 @@ def test_the_translations_are_in_the_language_they_claim() -> None:
         if long_enough and guess(text).code != r["lang"]:
             wrong.append(r["id"])
     assert len(wrong) <= 2, wrong
+
+
+SCRIPTS_SET = SET.with_name("multilingual_scripts.jsonl")
+SCRIPTS = {"th": "THAI", "bn": "BENGALI", "ta": "TAMIL"}  # languages the identifier does not know, by their script
+
+
+def test_the_unknown_languages_set_is_in_their_own_scripts() -> None:
+    """multilingual_scripts.jsonl: Thai, Bengali and Tamil (not in language_id.LANGUAGES), both directions, gold in
+    place, each translated text written mostly (>= 60 % of its letters) in its language's script."""
+    import unicodedata
+
+    from rag_core.core.language_id import LANGUAGES
+
+    def script(text: str) -> str:
+        names = Counter(unicodedata.name(c, "").split(" ")[0] for c in text if c.isalpha())
+        name, n = names.most_common(1)[0]
+        return name if n >= 0.6 * sum(names.values()) else ""
+
+    rs = [json.loads(line) for line in SCRIPTS_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert all(set(r) == FIELDS for r in rs) and len({r["id"] for r in rs}) == len(rs)
+    assert {r["lang"] for r in rs} == set(SCRIPTS) and not set(SCRIPTS) & set(LANGUAGES)
+    counts = Counter((r["direction"], r["lang"]) for r in rs)
+    assert all(counts[("xx-en", lang)] >= 8 and counts[("en-xx", lang)] >= 3 for lang in SCRIPTS), counts
+    for r in rs:
+        translated = r["question"] if r["direction"] == "xx-en" else r["passage"]
+        assert script(translated) == SCRIPTS[r["lang"]], r["id"]
+        assert any(g in r["passage"] for g in r["gold"]), r["id"]
