@@ -1,7 +1,7 @@
 """File loaders: the only code that knows file formats. Bytes in, a `Document` out.
 
 The kind is decided from the content, never trusted from the name alone (`sniff_kind`): "%PDF-" in the first 1024
-bytes -> PDF; a ZIP by its members: word/document.xml -> Word, ppt/presentation.xml -> PowerPoint, xl/workbook.xml ->
+bytes (after anything but blank space, only with a PDF's "startxref" near the end or a .pdf name) -> PDF; a ZIP by its members: word/document.xml -> Word, ppt/presentation.xml -> PowerPoint, xl/workbook.xml ->
 Excel, an "application/epub+zip" mimetype with META-INF/container.xml -> EPUB, an OpenDocument mimetype -> odt/odp/ods;
 "{\\rtf" -> RTF; PNG, JPEG, TIFF and WebP signatures -> an image of pages (OCR). Other known binary formats (GIF,
 old-style Office, audio, archives…) are refused with a sentence saying what they are. Anything else must be text: a
@@ -182,7 +182,7 @@ def sniff_kind(data: bytes, file_name: str) -> DocKind:
     ext = PurePath(file_name).suffix.lower()
     claimed = format_for_name(file_name)
     head = data[:1024]
-    if b"%PDF-" in head:
+    if _is_pdf(head, data, ext):
         return DocKind.PDF
     if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
         return _sniff_zip(data, file_name, ext)
@@ -204,6 +204,17 @@ def sniff_kind(data: bytes, file_name: str) -> DocKind:
     if claimed is not None and claimed.kind == DocKind.CSV:
         return DocKind.CSV
     return DocKind.MD if ext in MARKDOWN_EXTENSIONS else DocKind.TXT
+
+
+def _is_pdf(head: bytes, data: bytes, ext: str) -> bool:
+    """A PDF: "%PDF-" in the first 1024 bytes (readers accept a little junk before it) and, when something other
+    than blank space comes before it in a file not named .pdf, a PDF's ending too (a note quoting "%PDF-1.7" is text)."""
+    at = head.find(b"%PDF-")
+    if at < 0:
+        return False
+    if ext == ".pdf" or not head[:at].strip(codecs.BOM_UTF8 + b" \t\r\n\x00"):
+        return True
+    return b"startxref" in data[-4096:]
 
 
 def _is_image(head: bytes) -> bool:
