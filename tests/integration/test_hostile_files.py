@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import time
 import tracemalloc
 import zipfile
 
@@ -14,7 +15,7 @@ import pytest
 from benchmarks import hostile_files as h
 from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
-from rag_core.core.errors import CorruptFile, EncryptedFile, IngestError
+from rag_core.core.errors import CorruptFile, EncryptedFile, IngestError, ScanTooLong
 from rag_core.ingest.loaders import load_bytes, sniff_kind
 from rag_core.ingest.loaders._archive import check_inflated, read_head
 from rag_core.ingest.loaders._isolated import run_isolated
@@ -96,3 +97,15 @@ def test_a_note_quoting_the_pdf_signature_is_text(name):
 def test_a_pdf_after_some_junk_is_still_a_pdf():
     pdf = b"From: scanner@example.org\r\n\r\n" + h.text_page_pdf()
     assert sniff_kind(pdf, "scan.pdf") == sniff_kind(pdf, "scan.bin") == sniff_kind(pdf[:-60], "scan.pdf") == "pdf"
+
+
+def test_a_tiff_of_thousands_of_tiny_frames_is_refused_before_any_is_converted():
+    """Frames of 64 x 64 pixels: each page costs OCR a fixed least time whatever its size, so the scan is refused
+    while its frames are listed (3,000 of them took 67 s of converting frames into pages before, past a 60 s
+    deadline; here 600 against 10 s)."""
+    data = h.tiff_frames(600)
+    started = time.perf_counter()
+    with pytest.raises(ScanTooLong) as caught:
+        load_bytes(data, "frames.tif", SETTINGS, Deadline(10, "frames.tif"))
+    one_sentence(caught.value, "frames.tif")
+    assert time.perf_counter() - started < 10
