@@ -157,7 +157,7 @@ from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
 from rag_core.ingest.loaders import load_bytes
 from rag_core.core.errors import IngestError
-path, name = sys.argv[1], sys.argv[2]
+path, name, result = sys.argv[1], sys.argv[2], sys.argv[3]
 data = open(path, "rb").read()
 settings = Settings(ingest_timeout_s=%(deadline)r)
 t = time.perf_counter()
@@ -173,7 +173,7 @@ else:
     outcome = {"chars": len(doc.text), "sections": len(doc.sections), "text": doc.text[:200000]}
 outcome["read_s"] = round(time.perf_counter() - t, 1)
 outcome["child_peak_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
-print("@@" + json.dumps(outcome))
+open(result, "w").write(json.dumps(outcome))  # a file, not stdout: a pipe nobody reads yet would block
 """
 
 
@@ -184,8 +184,12 @@ def run_probe(key: str, probe: Probe, code: Path, files: Path, timeout: float, k
         path.write_bytes(probe.build())
     env = {**os.environ, "PYTHONPATH": str(code)}
     start = time.perf_counter()
-    proc = subprocess.Popen(["nice", sys.executable, "-c", _RUN % {"deadline": DEADLINE_S}, str(path), probe.name],
-                            cwd=code, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    result = path.parent / "outcome.json"
+    result.unlink(missing_ok=True)
+    err_path = path.parent / "stderr.txt"
+    with open(err_path, "w") as err_file:
+        proc = subprocess.Popen(["nice", sys.executable, "-c", _RUN % {"deadline": DEADLINE_S}, str(path), probe.name,
+                                 str(result)], cwd=code, env=env, stdout=subprocess.DEVNULL, stderr=err_file)
     peak_self = peak_tree = 0
     killed = ""
     me = psutil.Process(proc.pid)
@@ -208,10 +212,17 @@ def run_probe(key: str, probe: Probe, code: Path, files: Path, timeout: float, k
                     pass
             break
         time.sleep(0.1)
-    out, err = proc.communicate()
+    proc.wait()
     wall = time.perf_counter() - start
-    line = next((x for x in reversed(out.splitlines()) if x.startswith("@@")), None)
-    outcome = json.loads(line[2:]) if line else {"error": killed or "no answer", "message": err[-300:]}
+    err = err_path.read_text(errors="replace")
+    try:
+        outcome = json.loads(result.read_text()) if result.exists() else None
+    except json.JSONDecodeError:  # cut short by the kill
+        outcome = None
+    if outcome is None:
+        outcome = {"error": killed or "no answer", "message": err.strip().splitlines()[-1][:300] if err.strip() else ""}
+        if killed:
+            outcome["unexpected"] = True
     outcome.update(wall_s=round(wall, 1), largest_mb=max(peak_self, outcome.get("child_peak_mb", 0)),
                    tree_mb=peak_tree, size=path.stat().st_size, traceback="Traceback" in err)
     outcome["verdict"] = verdict(probe, outcome)
