@@ -109,3 +109,22 @@ def test_a_tiff_of_thousands_of_tiny_frames_is_refused_before_any_is_converted()
         load_bytes(data, "frames.tif", SETTINGS, Deadline(10, "frames.tif"))
     one_sentence(caught.value, "frames.tif")
     assert time.perf_counter() - started < 10
+
+
+@pytest.mark.parametrize("encoding", ["utf-32-le", "utf-32-be", "utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize("text", ["The harbour inspections are listed by month. ", "Привет, мир! Как дела? ",
+                                  "Καλημέρα κόσμε, τι κάνεις; ", "日本語のテキストです。"])
+def test_wide_text_without_a_byte_order_mark_is_read(encoding, text):
+    if encoding.startswith("utf-16") and text.startswith("日本"):
+        pytest.skip("ideographs in UTF-16 have no telling byte pattern: a byte-order mark is needed")
+    doc = load_bytes((text * 20).encode(encoding), "wide.txt", SETTINGS)
+    assert doc.text.strip() == (text * 20).strip()
+
+
+@pytest.mark.parametrize(("name", "page"), [("deep.html", lambda: h.html_deep(5000)),
+                                            ("attribute.html", lambda: h.html_attribute(11))])
+def test_a_page_whose_tree_cannot_be_built_is_read_as_text(name, page):
+    """lxml stops at 256 levels of nesting and at a 10 MB attribute, and drops the rest: the text was lost and the
+    page said to have none."""
+    doc = load_bytes(page(), name, SETTINGS, Deadline(60, name))
+    assert doc.text == h.SENTENCE.decode().strip()
