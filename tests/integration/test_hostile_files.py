@@ -19,6 +19,7 @@ from rag_core.core.errors import CorruptFile, EncryptedFile, IngestError, ScanTo
 from rag_core.ingest.loaders import load_bytes, sniff_kind
 from rag_core.ingest.loaders._archive import check_inflated, read_head
 from rag_core.ingest.loaders._isolated import run_isolated
+from rag_core.ingest.loaders._xlsx_strings import open_workbook
 from rag_core.ingest.loaders.opendocument import odf_kind
 
 SETTINGS = Settings()
@@ -128,3 +129,32 @@ def test_a_page_whose_tree_cannot_be_built_is_read_as_text(name, page):
     page said to have none."""
     doc = load_bytes(page(), name, SETTINGS, Deadline(60, name))
     assert doc.text == h.SENTENCE.decode().strip()
+
+
+def test_a_sheet_without_a_dimension_is_not_parsed_whole_to_open_the_workbook():
+    """openpyxl looked for <dimension> until the end of <sheetData>, parsing a sheet of a million rows whole before
+    the first row was read (the file was then stopped at the deadline instead of read to the row limit). Here the
+    sheet is cut short after its first rows: opening it must not notice."""
+    data = h.xlsx_rows(50)
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        sheet = zf.read("xl/worksheets/sheet1.xml")
+    cut = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(cut, "w") as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, sheet[:len(sheet) // 2] if info.filename.endswith("sheet1.xml")
+                         else src.read(info))
+    wb = open_workbook(io.BytesIO(cut.getvalue()))
+    assert wb.worksheets[0].max_row is None
+    wb.close()
+    wb = open_workbook(io.BytesIO(h.xlsx_lying_dimension()))  # a dimension before <sheetData> is still read
+    assert wb.worksheets[0].max_row == 1_048_576 and wb.worksheets[0].max_column == 16_384
+    wb.close()
+
+
+def test_rows_padded_to_column_xfd_are_read_quickly_and_noted():
+    """Each row holds a cell in A and one in XFD: openpyxl pads every row to 16,384 cells, and each was looked
+    through for a value past the columns read (20,000 rows: 70 s; now 12 s)."""
+    started = time.perf_counter()
+    doc = load_bytes(h.xlsx_wide_sparse(3000), "sparse.xlsx", SETTINGS, Deadline(60, "sparse.xlsx"))
+    assert time.perf_counter() - started < 15
+    assert "Only the first 50 columns" in doc.text and "row 3000" in doc.text
