@@ -106,7 +106,7 @@ PROBES: dict[str, Probe] = {
     "rtf-odd-escapes": Probe("escapes.rtf", h.rtf_odd_escapes, "read"),
     "rtf-unclosed": Probe("open.rtf", h.rtf_unclosed, "read"),
     # Markdown, text
-    "md-100k-nested-list": Probe("list.md", lambda: h.md_nested_lists(100_000)),
+    "md-3000-nested-list": Probe("list.md", lambda: h.md_nested_lists(3000), "read"),
     "md-100k-nested-quote": Probe("quote.md", lambda: h.md_nested_quotes(100_000), "read"),
     "md-500k-headings": Probe("heads.md", lambda: h.md_headings(500_000)),
     "txt-50mb-one-word": Probe("word.txt", lambda: h.long_line(50)),

@@ -66,6 +66,7 @@ def read_html(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
     body = doc.find("body")
     if body is None:
         body = doc
+    tree_has_text = any(t.strip() for t in body.itertext())  # before boilerplate is pruned from it
     root = main_content(body, deadline.check)
     blocks, _ = blocks_of(root, deadline.check)
     lead = lead_heading(body, root)
@@ -75,7 +76,9 @@ def read_html(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
     assembled = assemble(blocks, deadline)
     text = assembled.text
     if not text.strip():
-        return _markup_stripped(page, file_name, head_title)
+        if not tree_has_text:  # no text in the tree at all, not only boilerplate: lxml gave up on the markup
+            return _markup_stripped(page, file_name, head_title)
+        raise NoText(file_name)
     first_h1 = next((b.text for b in blocks if b.kind is BlockKind.HEADING and b.level == 1), "")
     title = choose_title(file_name, page_title(head_title, og_title, first_h1))
     log.debug("%s: %d blocks, %d characters, title %r", file_name, len(blocks), len(text), title)
