@@ -135,7 +135,7 @@ PROBES: dict[str, Probe] = {
     "txt-is-docx": Probe("report.txt", lambda: h.docx_with_body(h.para())),
     "xlsx-is-csv": Probe("table.xlsx", lambda: b"a,b\n1,2\n", "refuse"),
     # the app's own data
-    "conversation-json": Probe("conversation.json", h.conversation_json, "refuse"),
+    "conversation-json": Probe("conversation.json", h.conversation_json),
     "settings-toml": Probe("settings.toml", lambda: b'[library]\nembedding_model = "e5"\n'),
     "env-file": Probe(".env", lambda: b"DOCCHAT_OLLAMA_HOST=http://localhost:11434\n"),
     "sqlite-db": Probe("collection.sqlite", lambda: b"SQLite format 3\x00" + b"\x00" * 4000, "refuse"),

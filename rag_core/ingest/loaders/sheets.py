@@ -245,14 +245,20 @@ def read_csv(data: bytes, file_name: str, settings: Settings, deadline: Deadline
     text.seek(0)
     log.debug("%s: delimiter %r, quote %r", file_name, dialect.delimiter, dialect.quotechar)
     name = file_stem(file_name)
-    limits = SheetLimits(settings.ingest.max_sheet_rows, settings.ingest.max_sheet_rows)
-    reader = csv.reader(text, dialect)
     line = [1]  # where the row being read starts
-    try:
-        rows = collect_rows(_csv_rows(reader, line), "this file", limits, deadline, progress)
-    except csv.Error as e:
-        raise CorruptFile(file_name, f"line {line[0]:,} could not be read: a quote is not closed, or a field is "
-                                     f"longer than {csv.field_size_limit():,} characters") from e
+    for quoting in ({}, {"quoting": csv.QUOTE_NONE}):  # a stray quote: read again with quotes as characters
+        limits = SheetLimits(settings.ingest.max_sheet_rows, settings.ingest.max_sheet_rows)
+        text.seek(0)
+        try:
+            rows = collect_rows(_csv_rows(csv.reader(text, dialect, **quoting), line), "this file", limits, deadline,
+                                progress)
+            break
+        except csv.Error as e:
+            if quoting:
+                raise CorruptFile(file_name, f"line {line[0]:,} could not be read: a field is longer than "
+                                             f"{csv.field_size_limit():,} characters") from e
+            log.info("%s: line %d could not be read (%s); reading quotes as ordinary characters", file_name,
+                     line[0], e)
     blocks = sheet_blocks(name, rows, None, block_budget(settings.ingest.chunk_tokens))
     return sheet_extracted(file_name, limits.notes, blocks, name, deadline)
 
