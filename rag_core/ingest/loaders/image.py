@@ -94,11 +94,7 @@ def read_image(data: bytes, file_name: str, settings: Settings, *, deadline: Dea
     if not reader.available:  # nothing to convert when nothing can read it: the sentence a scanned PDF gets
         raise NoTextLayer(file_name, reader.problem)
     with _open(data, file_name) as img:
-        frames: list[Frame] = []
-        for frame in _frames(img, file_name, deadline):  # ScanTooLong as soon as the pages so far cannot fit
-            frames.append(frame)
-            if len(frames) % 256 == 0:
-                reader.check_time([f.rect for f in frames], len(frames), deadline)
+        frames = list(_frames(img, file_name, deadline))
         reader.check_time([f.rect for f in frames], len(frames), deadline)  # ScanTooLong: before any decoding
         pdf = _to_pdf(data, img, frames, file_name, deadline)
     return read_pdf(pdf, file_name, ocr, deadline=deadline, progress=progress)
