@@ -246,15 +246,15 @@ def read_csv(data: bytes, file_name: str, settings: Settings, deadline: Deadline
     log.debug("%s: delimiter %r, quote %r", file_name, dialect.delimiter, dialect.quotechar)
     name = file_stem(file_name)
     line = [1]  # where the row being read starts
-    for quoting in ({}, {"quoting": csv.QUOTE_NONE}):  # a stray quote: read again with quotes as characters
+    for quoting in (dialect.quoting, csv.QUOTE_NONE):  # a stray quote: read again with quotes as characters
         limits = SheetLimits(settings.ingest.max_sheet_rows, settings.ingest.max_sheet_rows)
         text.seek(0)
         try:
-            rows = collect_rows(_csv_rows(csv.reader(text, dialect, **quoting), line), "this file", limits, deadline,
-                                progress)
+            rows = collect_rows(_csv_rows(csv.reader(text, dialect, quoting=quoting), line), "this file", limits,
+                                deadline, progress)
             break
         except csv.Error as e:
-            if quoting:
+            if quoting == csv.QUOTE_NONE:
                 raise CorruptFile(file_name, f"line {line[0]:,} could not be read: a field is longer than "
                                              f"{csv.field_size_limit():,} characters") from e
             log.info("%s: line %d could not be read (%s); reading quotes as ordinary characters", file_name,
