@@ -93,7 +93,7 @@ PROBES: dict[str, Probe] = {
     "html-billion-laughs": Probe("laughs.html", lambda: h.xhtml_laughs(),
                                  never="lol lol lol lol lol lol lol lol lol lol lol"),
     "html-100k-deep": Probe("deep.html", lambda: h.html_deep(100_000), "read"),
-    "html-60mb-attribute": Probe("attr.html", lambda: h.html_attribute(60)),
+    "html-60mb-attribute": Probe("attr.html", lambda: h.html_attribute(60), "read"),
     # Excel
     "xlsx-1m-rows-numbers": Probe("numbers.xlsx", lambda: h.xlsx_rows(1_048_576), "read"),
     "xlsx-lying-dimension-merge": Probe("merged.xlsx", h.xlsx_lying_dimension, "read"),
