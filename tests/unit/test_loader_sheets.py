@@ -302,12 +302,20 @@ def test_csv_with_a_byte_order_mark(bom: bytes, encoding: str) -> None:
     assert csv_file(data, "people.csv").text == "Name | Città\nAda | Torino"
 
 
-def test_csv_with_an_unclosed_quote_is_one_sentence() -> None:
+def test_csv_with_an_unclosed_quote_is_read_with_the_quote_as_a_character() -> None:
+    """A stray quote made the rest of the file one field (and the file was refused past the field limit): the file
+    is read again with quotes as ordinary characters (issue 47, second pass)."""
+    data = b'size,screen\n1,"never closed 5\n2,15 inch\n' + b"3,x\n" * 50_000
+    ex = csv_file(data, "broken.csv")
+    assert 'size | screen\n1 | "never closed 5\n2 | 15 inch\n3 | x' in ex.text
+
+
+def test_csv_with_a_field_past_the_limit_is_one_sentence() -> None:
     data = b'a,b\n1,"never closed\n' + b"x" * 200_000 + b"\n"
     with pytest.raises(CorruptFile) as e:
         csv_file(data, "broken.csv")
-    assert e.value.message.startswith("“broken.csv”: the file is damaged and could not be read (line 2 could not be "
-                                      "read: a quote is not closed")
+    assert e.value.message.startswith("“broken.csv”: the file is damaged and could not be read (line 3 could not be "
+                                      "read: a field is longer than 131,072 characters")
 
 
 def test_csv_rows_are_bounded() -> None:

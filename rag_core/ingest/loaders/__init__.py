@@ -1,7 +1,7 @@
 """File loaders: the only code that knows file formats. Bytes in, a `Document` out.
 
 The kind is decided from the content, never trusted from the name alone (`sniff_kind`): "%PDF-" in the first 1024
-bytes -> PDF; a ZIP by its members: word/document.xml -> Word, ppt/presentation.xml -> PowerPoint, xl/workbook.xml ->
+bytes (after anything but blank space, only with a PDF's "startxref" near the end or a .pdf name) -> PDF; a ZIP by its members: word/document.xml -> Word, ppt/presentation.xml -> PowerPoint, xl/workbook.xml ->
 Excel, an "application/epub+zip" mimetype with META-INF/container.xml -> EPUB, an OpenDocument mimetype -> odt/odp/ods;
 "{\\rtf" -> RTF; PNG, JPEG, TIFF and WebP signatures -> an image of pages (OCR). Other known binary formats (GIF,
 old-style Office, audio, archives…) are refused with a sentence saying what they are. Anything else must be text: a
@@ -28,14 +28,21 @@ from pathlib import Path, PurePath
 
 from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline
-from rag_core.core.errors import CorruptFile, EmptyFile, FileTooLarge, NotARegularFile, UnsupportedFileType
+from rag_core.core.errors import (
+    CorruptFile,
+    EmptyFile,
+    EncryptedFile,
+    FileTooLarge,
+    NotARegularFile,
+    UnsupportedFileType,
+)
 from rag_core.core.formats import ACCEPTED_EXTENSIONS, format_for_name
 from rag_core.core.models import DocKind, Document, Progress, SourceMeta
 from rag_core.core.names import display_name
 from rag_core.core.safe_files import describe_mode, read_up_to
 from rag_core.core.text import with_article
 from rag_core.ingest.loaders import readers
-from rag_core.ingest.loaders._archive import MAX_ZIP_MEMBERS, check_members, count_members
+from rag_core.ingest.loaders._archive import MAX_ZIP_MEMBERS, check_members, count_members, read_head
 from rag_core.ingest.loaders._common import Extracted, doc_id_for
 from rag_core.ingest.loaders.readers import MARKDOWN_EXTENSIONS
 
@@ -84,6 +91,9 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x7fELF", "it is a program, not a document"),
     (b"SQLite format 3\x00", "it is an SQLite database"),
 )
+# A password-protected Word, Excel or PowerPoint file is an OLE compound file holding a stream of this name.
+_CFB = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_ENCRYPTED_PACKAGE = "EncryptedPackage".encode("utf-16-le")
 # Images of pages read by OCR: PNG, JPEG, TIFF (little- and big-endian); WebP is a RIFF container (see _is_image).
 _IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")
 
@@ -172,7 +182,7 @@ def sniff_kind(data: bytes, file_name: str) -> DocKind:
     ext = PurePath(file_name).suffix.lower()
     claimed = format_for_name(file_name)
     head = data[:1024]
-    if b"%PDF-" in head:
+    if _is_pdf(head, data, ext):
         return DocKind.PDF
     if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
         return _sniff_zip(data, file_name, ext)
@@ -180,6 +190,9 @@ def sniff_kind(data: bytes, file_name: str) -> DocKind:
         return DocKind.RTF
     if _is_image(head):
         return DocKind.IMAGE
+    if head.startswith(_CFB) and _ENCRYPTED_PACKAGE in data:  # Office's password protection: an OLE file around it
+        app = {DocKind.PPTX: "PowerPoint", DocKind.XLSX: "Excel"}.get(claimed.kind if claimed else DocKind.DOCX, "Word")
+        raise EncryptedFile(file_name, app)
     detail = _binary_kind(head)
     if detail:
         raise UnsupportedFileType(file_name, detail)
@@ -191,6 +204,17 @@ def sniff_kind(data: bytes, file_name: str) -> DocKind:
     if claimed is not None and claimed.kind == DocKind.CSV:
         return DocKind.CSV
     return DocKind.MD if ext in MARKDOWN_EXTENSIONS else DocKind.TXT
+
+
+def _is_pdf(head: bytes, data: bytes, ext: str) -> bool:
+    """A PDF: "%PDF-" in the first 1024 bytes (readers accept a little junk before it) and, when something other
+    than blank space comes before it in a file not named .pdf, a PDF's ending too (a note quoting "%PDF-1.7" is text)."""
+    at = head.find(b"%PDF-")
+    if at < 0:
+        return False
+    if ext == ".pdf" or not head[:at].strip(codecs.BOM_UTF8 + b" \t\r\n\x00"):
+        return True
+    return b"startxref" in data[-4096:]
 
 
 def _is_image(head: bytes) -> bool:
@@ -220,7 +244,7 @@ def _sniff_zip(data: bytes, file_name: str, ext: str) -> DocKind:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             names = set(zf.namelist())
-            mimetype = _zip_mimetype(zf) if "mimetype" in names else ""
+            mimetype = _zip_mimetype(data, zf) if "mimetype" in names else ""
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as e:
         if want is not None:
             raise CorruptFile(file_name, f"the {_WHAT[want]}'s ZIP container is broken") from e
@@ -239,11 +263,10 @@ def _sniff_zip(data: bytes, file_name: str, ext: str) -> DocKind:
     raise UnsupportedFileType(file_name, detail)
 
 
-def _zip_mimetype(zf: zipfile.ZipFile) -> str:
-    """The `mimetype` member of an EPUB or OpenDocument file (at most 200 bytes are read)."""
+def _zip_mimetype(data: bytes, zf: zipfile.ZipFile) -> str:
+    """The `mimetype` member of an EPUB or OpenDocument file (at most 200 bytes are inflated, whatever its method)."""
     try:
-        with zf.open("mimetype") as f:
-            return f.read(200).decode("ascii", errors="replace").strip()
+        return read_head(data, zf, zf.getinfo("mimetype"), 200).decode("ascii", errors="replace").strip()
     except (zipfile.BadZipFile, NotImplementedError, ValueError, OSError, EOFError, KeyError):
         return ""
 

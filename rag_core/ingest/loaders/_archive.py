@@ -11,6 +11,7 @@ After it, the format libraries may read the archive: every size they go by is tr
 """
 from __future__ import annotations
 
+import bz2
 import io
 import logging
 import struct
@@ -28,6 +29,7 @@ MAX_ZIP_MEMBERS = 20_000
 """The most members a document's ZIP may hold: a long book has a few thousand (chapters, images, fonts)."""
 MB = 1024 * 1024
 _STEP = 1 << 20  # bytes inflated per step
+_SMALL_STEP = 1 << 16  # bytes asked of zipfile per step
 _EOCD = b"PK\x05\x06"
 _EOCD64_LOCATOR = b"PK\x06\x07"
 _CENTRAL = b"PK\x01\x02"
@@ -108,7 +110,7 @@ def _inflate(data: bytes, zf: zipfile.ZipFile, info: zipfile.ZipInfo, room: int,
     if info.compress_type == zipfile.ZIP_DEFLATED:
         chunks = _raw_deflate(data, info)
     else:  # stored, bzip2, lzma: zipfile reads these in bounded steps and stops at the declared size
-        chunks = _stream(zf, info)
+        chunks = _stream(data, zf, info)
     real = 0
     for size in chunks:
         real += size
@@ -124,13 +126,8 @@ def _inflate(data: bytes, zf: zipfile.ZipFile, info: zipfile.ZipInfo, room: int,
 def _raw_deflate(data: bytes, info: zipfile.ZipInfo) -> Iterator[int]:
     """Sizes of the pieces a deflated member's stream gives, inflated 1 MB at a time from the raw bytes (so a header
     that understates the size cannot stop the count)."""
-    start = info.header_offset
-    if data[start:start + 4] != _LOCAL:
-        raise zipfile.BadZipFile(f"bad local header for {info.filename}")
-    name_len, extra_len = struct.unpack_from("<HH", data, start + 26)
-    begin = start + 30 + name_len + extra_len
     stream = zlib.decompressobj(-15)
-    pending = data[begin:begin + info.compress_size]
+    pending = _raw_member(data, info)
     while pending and not stream.eof:
         out = stream.decompress(pending, _STEP)
         pending = stream.unconsumed_tail
@@ -142,10 +139,53 @@ def _raw_deflate(data: bytes, info: zipfile.ZipInfo) -> Iterator[int]:
         yield len(out)
 
 
-def _stream(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[int]:
-    """Sizes of the blocks zipfile reads from a member that is not deflated."""
+def _stream(data: bytes, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[int]:
+    """Sizes of the blocks a member that is not deflated gives. A bzip2 member is inflated here 1 MB at a time:
+    zipfile inflates each block it reads whole, and one 4 KB block of bzip2 can give 4 GB. Stored and LZMA members
+    (at most ~30 MB from zipfile's 4 KB reads) are read by zipfile in small steps."""
+    if info.compress_type == zipfile.ZIP_BZIP2:
+        yield from (len(piece) for piece in _bzip2_pieces(data, info, _STEP))
+        return
     with zf.open(info) as member:
-        while block := member.read(_STEP):
+        while block := member.read(_SMALL_STEP):
             yield len(block)
+
+
+def _raw_member(data: bytes, info: zipfile.ZipInfo) -> bytes:
+    """The compressed bytes of member `info`, found from its local header."""
+    start = info.header_offset
+    if data[start:start + 4] != _LOCAL:
+        raise zipfile.BadZipFile(f"bad local header for {info.filename}")
+    name_len, extra_len = struct.unpack_from("<HH", data, start + 26)
+    begin = start + 30 + name_len + extra_len
+    return data[begin:begin + info.compress_size]
+
+
+def _bzip2_pieces(data: bytes, info: zipfile.ZipInfo, step: int) -> Iterator[bytes]:
+    """A bzip2 member inflated at most `step` bytes at a time."""
+    stream = bz2.BZ2Decompressor()
+    pending = _raw_member(data, info)
+    out = stream.decompress(pending, step)
+    while True:
+        if out:
+            yield out
+        if stream.eof or (not out and stream.needs_input):
+            return
+        out = stream.decompress(b"", step)
+
+
+def read_head(data: bytes, zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
+    """At most `limit` bytes from the start of member `info`, never inflating much more than that, whatever the
+    member's method and headers say (zipfile inflates a bzip2 block whole: 4 KB of it can give 4 GB). An encrypted
+    member or an unknown method raises zipfile.BadZipFile."""
+    if info.flag_bits & 0x1:
+        raise zipfile.BadZipFile(f"{info.filename} is encrypted")
+    if info.compress_type == zipfile.ZIP_BZIP2:
+        return next(_bzip2_pieces(data, info, limit), b"")[:limit]
+    try:
+        with zf.open(info) as member:
+            return member.read(limit)
+    except NotImplementedError as e:  # a compression method zipfile does not know
+        raise zipfile.BadZipFile(str(e)) from e
 
 

@@ -1,7 +1,7 @@
 """Bytes to text for every text format (plain text, Markdown, CSV/TSV, web pages without a usable declared charset).
 
-One order for all of them: a byte-order mark (UTF-8, UTF-16, UTF-32), else UTF-16 without a mark when the NUL bytes
-sit on one side, else NUL bytes mean binary data, else strict UTF-8, else the encoding charset-normalizer finds in
+One order for all of them: a byte-order mark (UTF-8, UTF-16, UTF-32), else UTF-32 or UTF-16 without a mark when the
+NUL bytes sit where those put them, else NUL bytes mean binary data, else strict UTF-8, else the encoding charset-normalizer finds in
 the first 256 KB (Shift-JIS, GB18030, KOI8-R, Windows-1251, Windows-1252…). Its guess is bounded: it reads only that
 sample (cut at a line break, so no character is cut in two), and the whole file is then decoded once. Where several
 encodings fit the sample equally well (short files, Western text that is also valid Central European), Windows-1252 is
@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import logging
 import re
+from collections import Counter
 
 import charset_normalizer
 
@@ -57,9 +58,9 @@ def _encoding_of(data: bytes, file_name: str) -> str:
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             return encoding
-    utf16 = _bomless_utf16(data)
-    if utf16:
-        return utf16
+    wide = _bomless_utf32(data) or _bomless_utf16(data)
+    if wide:
+        return wide
     if b"\x00" in data[:_NUL_SNIFF_BYTES]:
         raise UnsupportedFileType(file_name, BINARY_DETAIL)
     if _is_utf8(data):
@@ -102,6 +103,24 @@ def guess_encoding(data: bytes) -> str:
     return _WESTERN if encoding in _AS_WESTERN else encoding
 
 
+def _bomless_utf32(data: bytes) -> str | None:
+    """'utf-32-le'/'utf-32-be' when the two high bytes of every 4-byte unit are NUL and the lowest almost never is
+    (text in any script of the Basic Multilingual Plane), and the sample decodes."""
+    sample = data[:_NUL_SNIFF_BYTES - _NUL_SNIFF_BYTES % 4]
+    sample = sample[:len(sample) - len(sample) % 4]
+    units = len(sample) // 4
+    if units < 2:
+        return None
+    for encoding, high, low in (("utf-32-le", (2, 3), 0), ("utf-32-be", (0, 1), 3)):
+        if all(sample[i::4].count(0) == units for i in high) and sample[low::4].count(0) <= 0.02 * units:
+            try:
+                sample.decode(encoding)
+            except UnicodeDecodeError:
+                continue
+            return encoding
+    return None
+
+
 def _bomless_utf16(data: bytes) -> str | None:
     """'utf-16-le'/'utf-16-be' when the NUL bytes sit almost all on one side (mostly-ASCII UTF-16 text)."""
     sample = data[:_NUL_SNIFF_BYTES]
@@ -114,6 +133,12 @@ def _bomless_utf16(data: bytes) -> str | None:
         return "utf-16-le"
     if even_nuls >= 0.6 * half and odd_nuls <= 0.02 * half:
         return "utf-16-be"
+    # One alphabet (Cyrillic, Greek, Hebrew, Arabic…): the high bytes are that block's and NUL (spaces, digits)
+    for encoding, high, low in (("utf-16-le", sample[1::2], sample[0::2]), ("utf-16-be", sample[0::2], sample[1::2])):
+        common = Counter(high).most_common(2)
+        if (len(common) == 2 and 0 in dict(common) and common[0][1] + common[1][1] >= 0.9 * half
+                and min(c for _, c in common) >= 0.05 * half and low.count(0) <= 0.02 * half):
+            return encoding
     return None
 
 

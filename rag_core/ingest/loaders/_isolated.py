@@ -23,7 +23,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from rag_core.core.config import Settings, field_info
 from rag_core.core.deadline import Deadline
@@ -160,15 +160,26 @@ def run_isolated(func: Callable[..., T], args: tuple, deadline: Deadline, reader
     if deadline.cancelled():
         deadline.check()  # IngestCancelled: the child was killed (or answered) as the job was cancelled
     if proc.returncode != 0 or not out:
+        said = err.decode(errors="replace").strip()
         log.warning("The %s reader of %s stopped without an answer (exit code %s): %s", reader, file_name,
-                    proc.returncode, err.decode(errors="replace")[-2000:])
+                    proc.returncode, said.splitlines()[-1][:300] if said else "nothing on stderr")
+        log.debug("What the %s reader wrote on stderr:\n%s", reader, said[-4000:])
         raise CorruptFile(file_name, f"the {reader} reader stopped while reading it")
     message = pickle.loads(out)  # from our own child process
     if message[0] == "ok":
         return message[1]
     if message[0] == "error":
         raise _rebuild(*message[1:])
-    raise RuntimeError(f"The {reader} reader failed in its child process:\n{message[1]}")
+    return _crashed(reader, file_name, message[1])
+
+
+def _crashed(reader: str, file_name: str, child_traceback: str) -> NoReturn:
+    """A reader that failed in a way it did not foresee (a library's own exception on a malformed file): one
+    sentence for the person, one log line for the terminal, the child's traceback only at debug level."""
+    last = child_traceback.strip().splitlines()[-1] if child_traceback.strip() else "no detail"
+    log.warning("The %s reader failed on %s: %s", reader, file_name, last)
+    log.debug("The %s reader's traceback:\n%s", reader, child_traceback)
+    raise CorruptFile(file_name, f"the {reader} reader could not make sense of it") from ChildError(child_traceback)
 
 
 def _kill_on_cancel(proc: subprocess.Popen, deadline: Deadline) -> threading.Event:

@@ -16,6 +16,8 @@ from typing import IO, Any, overload
 
 from lxml import etree
 from openpyxl.reader.excel import ExcelReader
+from openpyxl.utils.cell import range_boundaries
+from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 from openpyxl.xml.constants import SHARED_STRINGS, SHEET_MAIN_NS
 
 from rag_core.core.deadline import Deadline
@@ -24,6 +26,7 @@ MAX_CELL_CHARS = 32_767  # Excel's own limit on a cell's text: a longer shared s
 _BLOCK = 4 << 20  # bytes of strings per block
 _CHECK_EVERY = 4096  # strings between two deadline checks
 _SI, _T, _RPH = f"{{{SHEET_MAIN_NS}}}si", f"{{{SHEET_MAIN_NS}}}t", f"{{{SHEET_MAIN_NS}}}rPh"
+_DIMENSION, _SHEET_DATA = f"{{{SHEET_MAIN_NS}}}dimension", f"{{{SHEET_MAIN_NS}}}sheetData"
 
 
 class CompactStrings(Sequence[str]):
@@ -119,6 +122,40 @@ class _CompactReader(ExcelReader):
         part = self.package.find(SHARED_STRINGS)
         if part is not None:  # left open: the strings are read as the sheets ask for them
             self.shared_strings = read_shared_strings(self.archive.open(part.PartName[1:]), self.deadline)
+
+
+    def read_worksheets(self) -> None:
+        """openpyxl's, each read-only sheet sized from its head only (see _HeadSizedSheet)."""
+        for sheet, rel in self.parser.find_sheets():
+            if rel.target not in self.valid_files:
+                continue
+            if "chartsheet" in rel.Type:
+                self.read_chartsheet(sheet, rel)
+                continue
+            ws = _HeadSizedSheet(self.wb, sheet.name, rel.target, self.shared_strings)
+            ws.sheet_state = sheet.state
+            self.wb._sheets.append(ws)
+
+
+class _HeadSizedSheet(ReadOnlyWorksheet):
+    """A read-only sheet whose <dimension> is looked for before <sheetData> only. openpyxl's own search waits for
+    the end of <sheetData> to give up, so a sheet without one was parsed whole just to open the workbook (a million
+    rows: 100 s, before the first row was read)."""
+
+    def _get_size(self) -> None:
+        with self._get_source() as src:
+            try:
+                for _, el in etree.iterparse(src, events=("start",), resolve_entities=False, no_network=True,
+                                             load_dtd=False, huge_tree=False):
+                    if el.tag == _DIMENSION and el.get("ref"):
+                        bounds = range_boundaries(el.get("ref"))
+                        if None not in bounds:
+                            self._min_column, self._min_row, self._max_column, self._max_row = bounds
+                        return
+                    if el.tag == _SHEET_DATA:
+                        return
+            except (etree.LxmlError, ValueError, TypeError):
+                return  # no usable size: the rows say it as they are read
 
 
 def open_workbook(source: IO[bytes], deadline: Deadline | None = None) -> Any:

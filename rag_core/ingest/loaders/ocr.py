@@ -45,6 +45,9 @@ MAX_OCR_PIXELS = 36_000_000
 #: The least OCR takes per megapixel drawn: a third of what a blank A4 page at 300 dpi took on the 2-core test
 #: machine (0.6 s for 8.7 MP); pages with text took 1-12 s there. Refuses a scan that cannot fit before any OCR.
 LEAST_S_PER_MEGAPIXEL = 0.02
+#: ... plus at least this much a page whatever its size (a blank 15 x 15 pt page took 0.04 s here, and an image's
+#: page 0.017 s more to be made): 3,000 frames of a tiny TIFF are refused at once, not after a minute of work.
+LEAST_S_PER_PAGE = 0.03
 #: The languages "auto" chooses from (those of them whose pack is installed); the Makefile installs these five.
 AUTO_LANGUAGES = ("eng", "deu", "fra", "spa", "ara")
 _TESSDATA_GLOBS = ("/usr/share/tesseract-ocr/*/tessdata", "/usr/share/tessdata", "/usr/local/share/tessdata",
@@ -351,14 +354,15 @@ class Recogniser:
 
     def check_time(self, todo: Sequence[pymupdf.Rect], pages: int, deadline: Deadline) -> None:
         """Raise ScanTooLong now when the scanned pages still to read (`todo`, their sizes; `pages` in all) cannot be
-        read before `deadline`: before the first one by the least OCR takes (LEAST_S_PER_MEGAPIXEL), then at the
+        read before `deadline`: before the first one by the least OCR takes (LEAST_S_PER_PAGE and LEAST_S_PER_MEGAPIXEL), then at the
         pace of the pages read so far."""
         left = deadline.left()
         if not todo or left == math.inf:
             return
         at_least = self.passes == 0
         if at_least:
-            needed = LEAST_S_PER_MEGAPIXEL * sum(ocr_megapixels(rect, self.options.dpi) for rect in todo)
+            needed = sum(LEAST_S_PER_PAGE + LEAST_S_PER_MEGAPIXEL * ocr_megapixels(rect, self.options.dpi)
+                         for rect in todo)
         else:
             needed = len(todo) * self.seconds / self.passes
         if needed > left:

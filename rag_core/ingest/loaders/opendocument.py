@@ -26,7 +26,7 @@ from rag_core.core.deadline import Deadline
 from rag_core.core.errors import CorruptFile, EncryptedFile, NoText, TooManyPassages, UnsupportedFileType
 from rag_core.core.models import Progress
 from rag_core.ingest.chunking import MAX_PASSAGES
-from rag_core.ingest.loaders._archive import check_inflated
+from rag_core.ingest.loaders._archive import check_inflated, read_head
 from rag_core.ingest.loaders._blocks import Assembled, Block, BlockKind, assemble
 from rag_core.ingest.loaders._common import (
     Extracted,
@@ -86,12 +86,11 @@ def odf_kind(data: bytes) -> str | None:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             names = set(zf.namelist())
             if "mimetype" in names and zf.getinfo("mimetype").file_size <= 256:
-                with zf.open("mimetype") as f:  # read(256): never more, whatever its header says
-                    mimetype = f.read(256).decode("ascii", "replace").strip()
+                # 256 bytes: never more, whatever its header or its compression method says
+                mimetype = read_head(data, zf, zf.getinfo("mimetype"), 256).decode("ascii", "replace").strip()
                 return _MIMETYPES.get(mimetype)
             if "content.xml" in names:
-                with zf.open("content.xml") as f:
-                    return _body_kind(f, _SNIFF_BYTES)
+                return _body_kind(io.BytesIO(read_head(data, zf, zf.getinfo("content.xml"), _SNIFF_BYTES)))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError, KeyError,
             etree.LxmlError) as e:
         log.debug("not an OpenDocument file: %s", e)

@@ -123,6 +123,8 @@ def _load_locked(data: bytes, file_name: str, deadline: Deadline, ocr: OcrOption
         if doc.is_repaired:
             log.info("%s: damaged PDF structure was repaired while opening", file_name)
         return _extract(doc, file_name, deadline, Recogniser(ocr, file_name, progress))
+    except pymupdf.mupdf.FzErrorBase as e:  # found while reading pages: a cycle in the page tree, a broken object
+        raise CorruptFile(file_name, "part of the PDF's structure is broken") from e
     finally:
         doc.close()
 
@@ -292,6 +294,10 @@ def _remove_running_lines(pages: list[Page]) -> None:
             active = removed
             if not active:
                 break
+    rows = [r for page in pages for b in page.blocks for r in b.rows]
+    if rows and all(r.removed for r in rows):  # every line repeats (one line a page): it is the text, keep it
+        for row in rows:
+            row.removed = False
 
 
 def _mark_running(candidates: dict[int, Row], threshold: int) -> set[int]:

@@ -15,6 +15,7 @@ import functools
 import io
 import logging
 import math
+import operator
 import re
 import warnings
 import zipfile
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from openpyxl.cell.read_only import EMPTY_CELL
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.exceptions import InvalidFileException
 
@@ -129,15 +131,23 @@ def _xlsx_sheet(ws: Any, name: str, limits: SheetLimits, budget: int, deadline: 
     """The blocks of one worksheet (openpyxl's read-only one: rows are parsed as they are read)."""
     declared = ws.max_row if isinstance(ws.max_row, int) else None
     ws.reset_dimensions()  # read every row there is, not only those the sheet's (often wrong) dimension names
-    rows = collect_rows((_xlsx_row(row) for row in ws.iter_rows()), f"sheet “{name}”", limits, deadline, progress,
-                    declared)
+    rows = collect_rows(_xlsx_rows(ws.iter_rows()), f"sheet “{name}”", limits, deadline, progress, declared)
     return sheet_blocks(name, rows, f"Sheet: {name}", budget)
 
 
-def _xlsx_row(row: Sequence[Any]) -> tuple[list[str], bool]:
-    """The texts of a row's first MAX_COLUMNS cells, and whether it has a value past them."""
-    cells = [_cell(c) for c in row[:MAX_COLUMNS]]
-    return cells, any(getattr(c, "value", None) not in (None, "") for c in row[MAX_COLUMNS:])
+_NOT_EMPTY = functools.partial(operator.is_not, EMPTY_CELL)
+
+
+def _xlsx_rows(rows: Iterable[Sequence[Any]]) -> Iterator[tuple[list[str], bool]]:
+    """The texts of each row's first MAX_COLUMNS cells, and whether this row or one before had a value past them
+    (looked for until one has: openpyxl pads a row with EMPTY_CELL up to its last cell, 16,384 of them for a cell
+    in column XFD, which are skipped in C, from the end)."""
+    wide = False
+    for row in rows:
+        if not wide:
+            wide = any(getattr(c, "value", None) not in (None, "")
+                       for c in filter(_NOT_EMPTY, reversed(row[MAX_COLUMNS:])))
+        yield [_cell(c) for c in row[:MAX_COLUMNS]], wide
 
 
 def _cell(cell: Any) -> str:
@@ -235,14 +245,20 @@ def read_csv(data: bytes, file_name: str, settings: Settings, deadline: Deadline
     text.seek(0)
     log.debug("%s: delimiter %r, quote %r", file_name, dialect.delimiter, dialect.quotechar)
     name = file_stem(file_name)
-    limits = SheetLimits(settings.ingest.max_sheet_rows, settings.ingest.max_sheet_rows)
-    reader = csv.reader(text, dialect)
     line = [1]  # where the row being read starts
-    try:
-        rows = collect_rows(_csv_rows(reader, line), "this file", limits, deadline, progress)
-    except csv.Error as e:
-        raise CorruptFile(file_name, f"line {line[0]:,} could not be read: a quote is not closed, or a field is "
-                                     f"longer than {csv.field_size_limit():,} characters") from e
+    for quoting in (dialect.quoting, csv.QUOTE_NONE):  # a stray quote: read again with quotes as characters
+        limits = SheetLimits(settings.ingest.max_sheet_rows, settings.ingest.max_sheet_rows)
+        text.seek(0)
+        try:
+            rows = collect_rows(_csv_rows(csv.reader(text, dialect, quoting=quoting), line), "this file", limits,
+                                deadline, progress)
+            break
+        except csv.Error as e:
+            if quoting == csv.QUOTE_NONE:
+                raise CorruptFile(file_name, f"line {line[0]:,} could not be read: a field is longer than "
+                                             f"{csv.field_size_limit():,} characters") from e
+            log.info("%s: line %d could not be read (%s); reading quotes as ordinary characters", file_name,
+                     line[0], e)
     blocks = sheet_blocks(name, rows, None, block_budget(settings.ingest.chunk_tokens))
     return sheet_extracted(file_name, limits.notes, blocks, name, deadline)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import logging
 import re
+from html import unescape as _html_unescape
 
 from lxml import etree, html
 
@@ -38,6 +39,13 @@ _ALIASES = {"latin1": "cp1252", "iso8859-1": "cp1252", "ascii": "cp1252", "utf-1
             "utf-16-be": "utf-8", "utf-32": "utf-8", "utf-32-le": "utf-8", "utf-32-be": "utf-8"}
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _TITLE_SEPARATORS = "|-–—·:»/•~"
+# Taking the tags out of a page whose tree could not be built (_markup_stripped): what is never text, the tags that
+# end a paragraph, and any other tag (each a linear scan: an attribute of 60 MB is one match).
+_DROPPED_RE = re.compile(r"<!--.*?-->|<(script|style|template|noscript|head)\b[^>]*>.*?</\1\s*>|<![^>]*>",
+                         re.IGNORECASE | re.DOTALL)
+_BLOCK_TAG_RE = re.compile(r"</?(?:p|div|br|li|tr|h[1-6]|section|article|blockquote|pre|table|ul|ol|dd|dt)\b[^>]*>",
+                           re.IGNORECASE)
+_TAG_RE = re.compile(r"<[^>]*>")
 
 
 def load_html(data: bytes, file_name: str, settings: Settings, deadline: Deadline | None = None,
@@ -51,12 +59,14 @@ def read_html(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
               progress: Progress | None = None) -> Extracted:
     """`load_html` in this process, checking `deadline` while the page is walked."""
     deadline.check()
-    doc = parse_html(decode_html(data, file_name), file_name)
+    page = decode_html(data, file_name)
+    doc = parse_html(page, file_name)
     deadline.check()
     head_title, og_title = _head_titles(doc)
     body = doc.find("body")
     if body is None:
         body = doc
+    tree_has_text = any(t.strip() for t in body.itertext())  # before boilerplate is pruned from it
     root = main_content(body, deadline.check)
     blocks, _ = blocks_of(root, deadline.check)
     lead = lead_heading(body, root)
@@ -66,11 +76,27 @@ def read_html(data: bytes, file_name: str, settings: Settings, deadline: Deadlin
     assembled = assemble(blocks, deadline)
     text = assembled.text
     if not text.strip():
+        if not tree_has_text:  # no text in the tree at all, not only boilerplate: lxml gave up on the markup
+            return _markup_stripped(page, file_name, head_title)
         raise NoText(file_name)
     first_h1 = next((b.text for b in blocks if b.kind is BlockKind.HEADING and b.level == 1), "")
     title = choose_title(file_name, page_title(head_title, og_title, first_h1))
     log.debug("%s: %d blocks, %d characters, title %r", file_name, len(blocks), len(text), title)
     return Extracted(text, build_sections(text, assembled.heads), title)
+
+
+def _markup_stripped(page: str, file_name: str, head_title: str) -> Extracted:
+    """The page's text with its tags taken out, for a page whose tree held none: lxml gives up on a tag nested past
+    256 levels or an attribute past 10 MB, and drops what follows. NoText when there is no text at all."""
+    text = _DROPPED_RE.sub(" ", page)
+    text = _BLOCK_TAG_RE.sub("\n\n", text)
+    text = _html_unescape(_TAG_RE.sub(" ", text))
+    lines = (collapse_ws(line) for line in text.split("\n"))
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    if not text:
+        raise NoText(file_name)
+    log.info("%s: its markup could not be read as a tree (nested too deep, or too long); read as plain text", file_name)
+    return Extracted(text, build_sections(text, ()), choose_title(file_name, head_title))
 
 
 def decode_html(data: bytes, file_name: str) -> str:
