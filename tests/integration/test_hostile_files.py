@@ -116,8 +116,6 @@ def test_a_tiff_of_thousands_of_tiny_frames_is_refused_before_any_is_converted()
 @pytest.mark.parametrize("text", ["The harbour inspections are listed by month. ", "Привет, мир! Как дела? ",
                                   "Καλημέρα κόσμε, τι κάνεις; ", "日本語のテキストです。"])
 def test_wide_text_without_a_byte_order_mark_is_read(encoding, text):
-    if encoding.startswith("utf-16") and text.startswith("日本"):
-        pytest.skip("ideographs in UTF-16 have no telling byte pattern: a byte-order mark is needed")
     doc = load_bytes((text * 20).encode(encoding), "wide.txt", SETTINGS)
     assert doc.text.strip() == (text * 20).strip()
 
