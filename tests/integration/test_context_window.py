@@ -156,7 +156,10 @@ def test_questions_and_summaries_fit_the_real_servers_window(llama, tmp_path, em
 @pytest.mark.timeout(2400)
 def test_a_refusal_for_size_is_retried_once_smaller_then_answered(llama, tmp_path, embedder, sent, caplog):
     window = llama.ctx // llama.parallel
-    settings = _settings(tmp_path, llama.base_url, max_context_tokens=16_384, top_k=40, **REAL)
+    # 20 passages: ~4,600 tokens (refused by both windows), then the best 10 (~2,400 tokens; fitted to 2,048 on the
+    # smaller window). The retry begins with the question test's 8 passages, which llama.cpp still holds (its prompt
+    # cache), so only the rest is read again: 40 passages made a retry of ~3,700 tokens, ~2,000 of them new.
+    settings = _settings(tmp_path, llama.base_url, max_context_tokens=16_384, top_k=20, **REAL)
     context_window.remember(settings, ALIAS, 16_384, "the test")  # DocChat believes 16,384: the server refuses
     lib = _library(settings, embedder)
     try:

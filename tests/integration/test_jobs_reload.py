@@ -6,6 +6,7 @@ The Stop figures are printed (`pytest -s`); issue 24 measured them at load 4: tw
 burners plus the test's own work, on 2 cores. Real queue, real embedder, Qdrant Edge."""
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import random
@@ -43,6 +44,7 @@ def _wait_for(predicate, timeout: float) -> bool:
     return False
 
 
+@functools.cache  # the same bytes for every stage's case: made once per process (~1.2 s of CPU each time)
 def _big_pdf(pages: int = 117, seed: int = 24) -> bytes:
     """A text PDF of `pages` dense pages (about 600 passages: over two saving batches, and big enough that the
     library times the model on samples before splitting it)."""
