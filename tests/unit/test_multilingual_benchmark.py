@@ -28,12 +28,16 @@ def test_without_the_option_the_settings_choose(monkeypatch):
 def test_main_passes_the_model_on(monkeypatch, capsys):
     monkeypatch.setenv(ml.MODEL_ENV, "")  # main may set it: undone after the test
     seen = []
-    monkeypatch.setattr(ml, "run", lambda model=None: seen.append(model) or {"model": model, "multilingual": False,
-                                                                            "xx-en ru": {"n": 1, "recall@5": 1.0}})
+    monkeypatch.setattr(ml, "run", lambda model=None, path=ml.SET: seen.append((model, path.name)) or {
+        "model": model, "multilingual": False, "xx-en ru": {"n": 1, "recall@5": 1.0}})
     monkeypatch.setattr(sys, "argv", ["multilingual", "--model", DEFAULT_EMBEDDING_MODEL, "--json"])
     ml.main()
-    assert seen == [DEFAULT_EMBEDDING_MODEL]
+    assert seen == [(DEFAULT_EMBEDDING_MODEL, "multilingual.jsonl")]
     assert json.loads(capsys.readouterr().out)["model"] == DEFAULT_EMBEDDING_MODEL
+    other = ml.SET.with_name("multilingual_scripts.jsonl")
+    monkeypatch.setattr(sys, "argv", ["multilingual", "--json", "--set", str(other)])
+    ml.main()
+    assert seen[-1] == (None, "multilingual_scripts.jsonl")  # --set names the question set
 
 
 def test_each_model_has_its_own_libraries(tmp_path):
