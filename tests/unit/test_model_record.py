@@ -14,7 +14,7 @@ from rag_core.store.model_record import (
     write_plan,
     write_pointer,
 )
-from rag_core.store.server_embeddings import EmbeddingProvider, provider_of, server_model
+from rag_core.store.server_embeddings import EmbeddingProvider, provider_of, reads_input_type, server_model
 
 
 def test_a_library_without_a_record_is_minilms():
@@ -55,6 +55,19 @@ def test_the_setting_names_the_provider():
     assert server is not None and (server.provider, server.model, server.host) == (
         EmbeddingProvider.OPENAI, "text-embedding-3-small", "http://h:8080/v1")
     assert server_model(Settings(), "ollama:bge-m3:567m").model == "bge-m3:567m"
+
+
+def test_only_an_openai_compatible_e5_model_is_told_questions_from_passages():
+    def told(setting: str) -> bool:
+        server = server_model(Settings(openai_base_url="http://h:8080/v1"), setting)
+        assert server is not None
+        return reads_input_type(server)
+
+    for name in ("multilingual-e5-small-q4", "intfloat/e5-base-v2", "E5-large", "multilingual-e5-small"):
+        assert told(f"openai:{name}"), name
+    for name in ("text-embedding-3-small", "bge-m3", "nomic-embed-text", "bge5", "e50-test", "smollm2-135m"):
+        assert not told(f"openai:{name}"), name
+    assert not told("ollama:multilingual-e5-small")  # Ollama's /api/embed has no such field
 
 
 def test_the_settings_page_choice_holds_until_the_variable_changes(tmp_path):
