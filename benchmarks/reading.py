@@ -12,7 +12,7 @@ Split by document (sorted file names alternate): "tune" (base-passwd, gzip, yq) 
 Reported per split: the gold span in the quoted reply, in its first quote, false refusals, and near-topic
 refusals. See benchmarks/data/reading.md.
 
-Run:  .venv/bin/python -m benchmarks.reading [--json FILE] [--misses]   (~1 min)
+Run:  .venv/bin/python -m benchmarks.reading [--json FILE] [--misses] [--model NAME]   (~1 min)
 """
 from __future__ import annotations
 
@@ -99,11 +99,14 @@ def report(ans: list[dict], una: list[dict]) -> dict:
     return out
 
 
-def run() -> tuple[dict, list[dict], list[dict]]:
-    """Ingest the manuals into a fresh library and ask every question."""
+def run(model: str | None = None) -> tuple[dict, list[dict], list[dict]]:
+    """Ingest the manuals into a fresh library (embedded with `model`, default the bundled MiniLM) and ask every
+    question."""
     ans, una = jsonl(ANSWERABLE), jsonl(UNANSWERABLE)
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(ollama_model="").with_overrides(data_dir=Path(tmp) / "data")
+        if model:
+            settings = settings.with_overrides(embedding_model=model)
         lib = Library(settings)
         try:
             for f in manual_files():
@@ -125,9 +128,11 @@ def main() -> None:
     ap.add_argument("--json", metavar="FILE", help="write the report and every answer to FILE")
     ap.add_argument("--misses", action="store_true", help="print every answerable question whose gold is not "
                                                           "quoted first, and every unanswerable one answered")
+    ap.add_argument("--model", metavar="NAME", help="the embedding model (DOCCHAT_EMBEDDING_MODEL value), e.g. "
+                                                   "multilingual-e5-small, a new library's default where it installs")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    rep, rows_a, rows_u = run()
+    rep, rows_a, rows_u = run(args.model)
     if args.json:
         Path(args.json).write_text(json.dumps({"report": rep, "answerable": rows_a, "unanswerable": rows_u},
                                               indent=1, ensure_ascii=False), encoding="utf-8")
