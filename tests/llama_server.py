@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -34,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.child_server import ChildServer
+
 ALIAS = "smollm2-135m"  # the name /v1/models lists, as `llama-server --alias` sets it
-START_TIMEOUT_S = 120.0  # model load is ~1 s here; a loaded machine may take much longer
 THREADS = 2  # llama.cpp's compute threads; tests/integration/test_context_window.py asks for one (it says why)
 
 
@@ -76,13 +74,6 @@ MODELS = {
 }
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def serve(model: str, port: int, alias: str = ALIAS, ctx: int = 8192, threads: int = THREADS, parallel: int = 2,
           chat_template: str = "", embeddings: bool = False) -> None:
     """Run llama.cpp's HTTP server in this process until SIGTERM/SIGINT (the child side of LlamaServer)."""
@@ -119,21 +110,20 @@ def serve(model: str, port: int, alias: str = ALIAS, ctx: int = 8192, threads: i
         del server
 
 
-class LlamaServer:
+class LlamaServer(ChildServer):
     """llama.cpp's server in a child process on 127.0.0.1:<free port>; a context manager. `base_url` is what
     OPENAI_BASE_URL is set to."""
 
+    label = "llama.cpp server"
+    cwd = str(Path(__file__).resolve().parents[1])
+
     def __init__(self, model: Path | str | None = None, alias: str = ALIAS, threads: int = THREADS, parallel: int = 2,
                  ctx: int = 8192, chat_template: str = "", embeddings: bool = False) -> None:
+        super().__init__()
         self.model = str(model or model_path())
         self.embeddings = embeddings  # serve /v1/embeddings (llama-server --embeddings --pooling mean)
         self.chat_template = chat_template
         self.alias, self.threads, self.parallel, self.ctx = alias, threads, parallel, ctx
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.base_url = f"{self.url}/v1"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path: Path | None = None
 
     @classmethod
     def for_model(cls, name: str, **kw: Any) -> LlamaServer:
@@ -141,12 +131,7 @@ class LlamaServer:
         choice = MODELS[name]
         return cls(choice.path(), alias=choice.alias, chat_template=choice.chat_template, **kw)
 
-    def start(self, timeout: float = START_TIMEOUT_S) -> LlamaServer:
-        """Start the child and wait until /health says the model is loaded; RuntimeError with its log otherwise."""
-        import tempfile
-
-        fd, log_name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
-        self.log_path = Path(log_name)
+    def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "tests.llama_server", "--model", self.model, "--port", str(self.port),
                "--alias", self.alias, "--threads", str(self.threads), "--parallel", str(self.parallel),
                "--ctx", str(self.ctx)]
@@ -154,26 +139,7 @@ class LlamaServer:
             cmd += ["--chat-template", self.chat_template]
         if self.embeddings:
             cmd.append("--embeddings")
-        root = str(Path(__file__).resolve().parents[1])
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, cwd=root)
-        os.close(fd)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"llama.cpp server exited with {self.proc.returncode}: {self.log_tail()}")
-            if self.healthy():
-                return self
-            time.sleep(0.1)  # polling a state (the /health answer), not waiting out a clock
-        self.stop()
-        raise RuntimeError(f"llama.cpp server not ready after {timeout:.0f} s: {self.log_tail()}")
-
-    def healthy(self) -> bool:
-        """Whether /health answers 200 (the model is loaded)."""
-        try:
-            with urllib.request.urlopen(f"{self.url}/health", timeout=2) as r:
-                return bool(r.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
+        return cmd
 
     def get_json(self, path: str) -> Any:
         """GET a JSON endpoint of the server (/v1/models, /slots, /props)."""
@@ -192,30 +158,6 @@ class LlamaServer:
                 return True
             time.sleep(0.05)
         return False
-
-    def log_tail(self, chars: int = 2000) -> str:
-        """The end of the child's log."""
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        return self.log_path.read_text(errors="replace")[-chars:]
-
-    def stop(self) -> None:
-        """End the child (SIGTERM, then kill after 10 s) and remove its log."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        if self.log_path is not None:
-            self.log_path.unlink(missing_ok=True)
-
-    def __enter__(self) -> LlamaServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def main() -> None:

