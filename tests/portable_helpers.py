@@ -49,6 +49,20 @@ def hang(started: str, deadline: object) -> str:
     return "woke"
 
 
+def grow(settings: object, deadline: object) -> str:
+    """Take 16 MB more every few milliseconds, without end (a parser building a huge tree); `settings` carries the
+    memory ceiling."""
+    held = []
+    while True:
+        held.append(b"x" * (16 << 20))
+        time.sleep(0.005)
+
+
+def environment(name: str, deadline: object) -> str | None:
+    """The reader child's value of the environment variable `name`."""
+    return os.environ.get(name)
+
+
 def _wait_for(path: Path) -> bool:
     """Wait until `path` exists (the child has started), at most WAIT_S."""
     end = time.monotonic() + WAIT_S

@@ -138,7 +138,7 @@ class ForkedChild:
         with selectors.DefaultSelector() as sel:
             for fd in got:
                 sel.register(fd, selectors.EVENT_READ)
-            if self._stdin is not None:
+            if self._stdin is not None and sys.platform != "win32":  # (never used on Windows)
                 os.set_blocking(self._stdin, False)
                 sel.register(self._stdin, selectors.EVENT_WRITE)
             while sel.get_map():
@@ -264,7 +264,7 @@ class Zygote:
         """Start the helper and wait until it has imported the readers; False (and logged) when it cannot."""
         if self._failures >= _MAX_FAILURES:
             return False
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        ours, theirs = socket.socketpair()  # AF_UNIX, SOCK_STREAM
         env = {**child_env(), "OPENBLAS_NUM_THREADS": "1"}  # numpy's pool would be a thread: the helper forks
         try:
             with theirs:
