@@ -13,8 +13,9 @@ user's script again when it has no `if __name__ == "__main__"` guard (and `strea
 
 On Linux and macOS the child does not import the readers itself: a reader helper (rag_core/ingest/loaders/_zygote.py,
 itself a fresh interpreter started on the first read, one per process) has imported them once and forks a child per
-read that then behaves as above (~10 ms to start instead of ~1 s of CPU). When the helper cannot start or dies it is
-started once more, then reads go back to fresh interpreters (which Windows, without fork, always uses).
+read that then behaves as above (milliseconds to start instead of ~1 s of CPU). When the helper cannot start or dies
+the next read starts it once more; after two failures in a row reads go back to fresh interpreters (which Windows,
+without fork, always uses).
 """
 from __future__ import annotations
 
