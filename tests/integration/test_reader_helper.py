@@ -3,6 +3,7 @@ readers once, with real processes throughout. Each read still ends at its deadli
 and the helper survives its children, comes back when killed, and goes when its parent is killed."""
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -17,11 +18,11 @@ import pytest
 
 from rag_core.core.config import Settings
 from rag_core.core.deadline import Deadline, cancellable
-from rag_core.core.errors import IngestCancelled, IngestTimedOut, ReaderOutOfMemory
+from rag_core.core.errors import CorruptFile, IngestCancelled, IngestTimedOut, ReaderOutOfMemory
 from rag_core.ingest.loaders import _zygote_link as zygote
 from rag_core.ingest.loaders import load_bytes
 from rag_core.ingest.loaders._isolated import run_isolated
-from tests.portable_helpers import echo, environment, grow, hang
+from tests.portable_helpers import die, echo, environment, grow, hang
 
 pytestmark = pytest.mark.skipif(not zygote.available(), reason="the reader helper needs fork (Linux, macOS)")
 
@@ -82,6 +83,16 @@ def test_progress_and_the_current_environment_reach_a_forked_child(monkeypatch):
     monkeypatch.setenv("DOCCHAT_TEST_READER_HELPER", "set after the helper started")
     got = run_isolated(environment, ("DOCCHAT_TEST_READER_HELPER",), Deadline(WAIT_S, "a.txt"), "test")
     assert got == "set after the helper started"
+
+
+def test_a_forked_child_that_dies_without_an_answer_is_one_sentence(caplog):
+    helper = _helper_pid()
+    caplog.set_level(logging.WARNING, logger="rag_core.ingest.loaders._isolated")
+    with pytest.raises(CorruptFile, match="the PDF reader stopped while reading it"):
+        run_isolated(die, (), Deadline(WAIT_S, "crash.pdf"), "PDF")
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "(exit code 3): Fatal error in the parser" in warning
+    assert _helper_pid() == helper
 
 
 def test_a_hung_child_is_killed_at_the_deadline_and_the_helper_serves_the_next_read(tmp_path):
@@ -155,3 +166,25 @@ def test_four_threads_read_at_once_through_one_helper():
         seen = list(pool.map(lambda name: (name, _as_seen(_read(name))), PDFS * 3))
     assert all(got == expected[name] for name, got in seen)
     assert zygote.helper().pid == helper and psutil.Process(helper).children() == []
+
+
+NO_HELPER = """
+import logging, sys
+logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="%(message)s")
+from rag_core.core.deadline import Deadline
+from rag_core.ingest.loaders import _zygote_link
+from rag_core.ingest.loaders._isolated import run_isolated
+from tests.portable_helpers import echo
+_zygote_link.STARTUP_S = 0.001  # the helper is never ready in time: it fails to start, every time
+print([run_isolated(echo, (str(n),), Deadline(60, "a.txt"), "test") for n in range(4)], _zygote_link.helper().pid)
+"""
+
+
+def test_when_the_helper_cannot_start_reads_use_fresh_interpreters_after_one_more_try():
+    done = subprocess.run([sys.executable, "-c", NO_HELPER], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1] == "['0', '1', '2', '3'] None"
+    assert len([line for line in lines if "The reader helper could not start" in line]) == 2
+    assert "Traceback" not in done.stdout + done.stderr

@@ -42,6 +42,7 @@ REPLY_S = 30.0  # how long it may take to fork or reap (milliseconds normally): 
 _CHUNK = 1 << 20  # bytes written to a child's stdin at a time
 _EXIT_POLL_S = 0.002  # how often a child that closed its output is looked at until it has ended
 _REAP_S = 5.0  # how long a killed child is waited for before the helper is left to reap it by itself
+_CLOSE_S = 2.0  # how long the helper may take to end once its socket is closed, before it is killed
 _MAX_FAILURES = 2  # consecutive helper starts or deaths before reads go back to fresh interpreters for good
 
 
@@ -286,14 +287,15 @@ class Zygote:
         log.debug("Reader helper %d started", self.pid)
         return True
 
-    def _stop(self) -> None:
-        """Close the socket (the helper exits on its end of file) and reap the helper."""
+    def _stop(self, wait_s: float = 0.0) -> None:
+        """Close the socket (the helper exits on its end of file), kill the helper if it has not ended within
+        `wait_s` seconds (one that failed is not waited for), and reap it."""
         sock, proc, self._sock, self._proc = self._sock, self._proc, None, None
         if sock is not None:
             sock.close()
         if proc is not None:
             try:
-                proc.wait(timeout=_REAP_S)
+                proc.wait(timeout=wait_s)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
@@ -301,7 +303,7 @@ class Zygote:
     def close(self) -> None:
         """Stop the helper (this process's exit does it too)."""
         with self._lock:
-            self._stop()
+            self._stop(wait_s=_CLOSE_S)
 
     def disown(self) -> None:
         """In a process forked from the owner: close this copy of the socket without talking to the helper."""
