@@ -133,30 +133,38 @@ def test_after_the_helper_is_killed_the_next_read_still_works():
 
 
 PARENT = """
-import sys, time
+import os, sys, time
 from rag_core.core.deadline import Deadline
 from rag_core.ingest.loaders import _zygote_link
 from rag_core.ingest.loaders._isolated import run_isolated
 from tests.portable_helpers import echo
 assert run_isolated(echo, ("x",), Deadline(60, "a.txt"), "test") == "x"
-print(_zygote_link.helper().pid, flush=True)
+copy = os.fork()  # a copy of this process, living on: it must not keep the helper alive
+if copy == 0:
+    time.sleep(600)
+    os._exit(0)
+print(_zygote_link.helper().pid, copy, flush=True)
 time.sleep(600)
 """
 
 
-def test_the_helper_ends_when_its_parent_is_killed():
+def test_the_helper_ends_when_its_parent_is_killed_even_if_a_forked_copy_lives_on():
     parent = subprocess.Popen([sys.executable, "-c", PARENT], cwd=ROOT, stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    copy = None
     try:
-        helper = int(parent.stdout.readline())
+        helper, copy = map(int, parent.stdout.readline().split())
         assert psutil.Process(helper).ppid() == parent.pid
         parent.send_signal(signal.SIGKILL)
         parent.wait(WAIT_S)
         assert _wait_until(lambda: _gone(helper))
+        assert not _gone(copy)
     finally:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+        if copy is not None and not _gone(copy):
+            os.kill(copy, signal.SIGKILL)
 
 
 def test_four_threads_read_at_once_through_one_helper():

@@ -324,6 +324,8 @@ def helper() -> Zygote:
                 _helper.disown()
             else:
                 atexit.register(_close_at_exit)
+                if sys.platform != "win32":
+                    os.register_at_fork(after_in_child=_forget_in_child)
             _helper = Zygote()
         return _helper
 
@@ -331,3 +333,13 @@ def helper() -> Zygote:
 def _close_at_exit() -> None:
     if _helper is not None and _helper.owner == os.getpid():
         _helper.close()
+
+
+def _forget_in_child() -> None:
+    """In a process forked from this one: drop the copy of the helper's socket, so that the helper still ends when
+    this process does (the copy starts its own helper if it reads files)."""
+    global _helper, _helper_lock
+    if _helper is not None:
+        _helper.disown()
+        _helper = None
+    _helper_lock = threading.Lock()  # another thread may have held it at the fork
