@@ -30,6 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "tests" / "fixtures" / "documents"
 PDFS = ["pdf_text_4-pages_pdflatex.pdf", "pdf_text_multicolumn_3-pages.pdf", "pdf_non-latin_arabic.pdf",
         "pdf_text_outline-bookmarks_4-pages.pdf"]
+OTHERS = ["docx_headings-lists-tables-images.docx", "office_slides_table-notes-untitled.pptx",
+          "office_workbook_budget-formula-hidden.xlsx", "sheet_semicolon_latin1.csv",
+          "odt_headings-lists-table-footnote.odt", "rtf_memo_headings-list-table.rtf", "epub_toc_three-chapters.epub",
+          "web_saved-page_nav-cookie-table.html"]
 WAIT_S = 60
 
 
@@ -68,11 +72,12 @@ def _as_seen(doc) -> tuple:
 
 def test_a_read_through_the_helper_gives_what_a_fresh_interpreter_gives(monkeypatch):
     helper = _helper_pid()
-    assert psutil.Process(helper).num_threads() == 1  # it forks: one thread only
-    forked = [_as_seen(_read(name)) for name in PDFS]
+    forked = [_as_seen(_read(name)) for name in PDFS + OTHERS + PDFS]  # the second time with the reader imported
     assert zygote.helper().pid == helper
+    assert psutil.Process(helper).num_threads() == 1  # it forks: one thread only, with every reader imported
+    assert forked[:len(PDFS)] == forked[-len(PDFS):]
     monkeypatch.setattr(zygote, "available", lambda: False)  # today's path: a fresh interpreter per read
-    assert [_as_seen(_read(name)) for name in PDFS] == forked
+    assert [_as_seen(_read(name)) for name in PDFS + OTHERS] == forked[:-len(PDFS)]
 
 
 def test_progress_and_the_current_environment_reach_a_forked_child(monkeypatch):

@@ -11,9 +11,9 @@ follows progress, lines "stage<TAB>done<TAB>total" on a pipe of their own, relay
 multiprocessing: multiprocessing's spawn and forkserver children re-import the caller's main script, which runs a
 user's script again when it has no `if __name__ == "__main__"` guard (and `streamlit run`'s launcher every time).
 
-On Linux and macOS the child does not import the readers itself: a reader helper (rag_core/ingest/loaders/_zygote.py,
-itself a fresh interpreter started on the first read, one per process) has imported them once and forks a child per
-read that then behaves as above (milliseconds to start instead of ~1 s of CPU). When the helper cannot start or dies
+On Linux and macOS the child is forked instead by a reader helper (rag_core/ingest/loaders/_zygote.py, itself a fresh
+interpreter started on the first read, one per process) and then behaves as above; the helper has imported what
+every child needs and each reader a child has used, so a child starts in milliseconds instead of ~1 s of CPU. When the helper cannot start or dies
 the next read starts it once more; after two failures in a row reads go back to fresh interpreters (which Windows,
 without fork, always uses).
 """
@@ -162,11 +162,11 @@ class _FreshChild:
             self._proc.communicate()
 
 
-def _start_child(progress: bool) -> tuple[ReaderChild, int | None, int | None]:
-    """A reader child, the progress pipe's read end here (when asked for and possible), and the pipe's number to
+def _start_child(module: str, progress: bool) -> tuple[ReaderChild, int | None, int | None]:
+    """A reader child for a function of `module`, the progress pipe's read end here (when asked for and possible), and the pipe's number to
     name in the request (None for a forked child, which gets it apart). OSError when no child could be started."""
     if _PASS_FDS and zygote.available():
-        forked = zygote.helper().fork_reader(progress)
+        forked = zygote.helper().fork_reader(module, progress)
         if forked is not None:
             return forked, forked.progress, None
     read_fd, write_fd = os.pipe() if progress and _PASS_FDS else (None, None)
@@ -194,7 +194,7 @@ def run_isolated(func: Callable[..., T], args: tuple, deadline: Deadline, reader
     file_name = deadline.file_name
     deadline.check()
     try:
-        child, read_fd, child_fd = _start_child(progress is not None)
+        child, read_fd, child_fd = _start_child(func.__module__, progress is not None)
     except OSError:
         log.exception("Could not start a %s reader process; reading %s in this one", reader, file_name)
         return func(*args, deadline=deadline, **({} if progress is None else {"progress": progress}))

@@ -2,8 +2,10 @@
 once and forks a reader child per file, so that a child starts in milliseconds instead of ~1 s of imports.
 
 Started by rag_core/ingest/loaders/_zygote_link.py as `python -m rag_core.ingest.loaders._zygote FD` (FD: its end of
-a socket pair; the wire is described there). It imports the readers (PRELOAD), says it is ready, then serves one
-request at a time and stays single-threaded (a fork copies only the calling thread: numpy's thread pool is kept off
+a socket pair; the wire is described there). It imports what every reader child needs (the Settings, _isolated),
+says it is ready, then serves one request at a time; after forking a child for a reader of READERS it imports that
+reader, once, so that its next children start with it (a process that reads one file pays no more than a fresh
+interpreter would; the second file of a kind starts in milliseconds). It stays single-threaded (a fork copies only the calling thread: numpy's thread pool is kept off
 with OPENBLAS_NUM_THREADS=1, and no reader starts a thread at import). For each "fork" it forks a child that puts the
 pipes it was handed on its stdin, stdout and stderr, takes the parent's current environment and folder, and then
 behaves exactly like the fresh interpreter of _isolated.py: one request on stdin, one answer on stdout, progress on
@@ -28,28 +30,35 @@ from rag_core.ingest.loaders._zygote_link import recv_message, send_message
 
 log = logging.getLogger(__name__)
 
-#: What run_isolated's callers read with (and what their requests unpickle: the Settings).
-PRELOAD = ("rag_core.core.config", "rag_core.ingest.loaders.pdf", "rag_core.ingest.loaders.ocr",
-           "rag_core.ingest.loaders.image", "rag_core.ingest.loaders.docx", "rag_core.ingest.loaders.slides",
-           "rag_core.ingest.loaders.sheets", "rag_core.ingest.loaders.opendocument", "rag_core.ingest.loaders.rtf",
-           "rag_core.ingest.loaders.ebook", "rag_core.ingest.loaders.web")
+#: The modules of run_isolated's callers (each child's request names its function's module): imported here once
+#: a child has used one. None starts a thread at import (the helper checks).
+READERS = frozenset({"rag_core.ingest.loaders.pdf", "rag_core.ingest.loaders.image", "rag_core.ingest.loaders.docx",
+                     "rag_core.ingest.loaders.slides", "rag_core.ingest.loaders.sheets",
+                     "rag_core.ingest.loaders.opendocument", "rag_core.ingest.loaders.rtf",
+                     "rag_core.ingest.loaders.ebook", "rag_core.ingest.loaders.web"})
 
 
 def main(argv: list[str]) -> int:
-    """The helper: import the readers, say so, serve until the parent goes."""
+    """The helper: say it is ready (what every child needs is imported with this module), serve until the parent
+    goes."""
     sock = socket.socket(fileno=int(argv[1]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent; the helper follows on end of file
-    try:
-        for name in PRELOAD:
-            importlib.import_module(name)
-        if threading.active_count() > 1:
-            raise RuntimeError(f"{threading.active_count()} threads after importing the readers")
-    except Exception as e:  # noqa: BLE001 - told to the parent, which reads in fresh processes instead
-        send_message(sock, ("failed", f"{type(e).__name__}: {e}"))
-        return 1
     send_message(sock, ("ready",))
     serve(sock)
     return 0
+
+
+def _warm(module: str) -> None:
+    """Import reader `module` (if it is one of READERS) for the next children; the helper ends (the parent reads in
+    fresh processes) if that started a thread."""
+    if module not in READERS or module in sys.modules:
+        return
+    try:
+        importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - its children import it themselves and report what fails
+        log.debug("could not import %s", module, exc_info=True)
+    if threading.active_count() > 1:
+        raise SystemExit(f"{threading.active_count()} threads after importing {module}: no more forks")
 
 
 def serve(sock: socket.socket) -> None:
@@ -78,6 +87,8 @@ def serve(sock: socket.socket) -> None:
             send_message(sock, reply)
         except OSError:
             return
+        if message[0] == "fork":
+            _warm(message[3])
 
 
 def _exit_code(pid: int) -> int | None:
@@ -95,7 +106,7 @@ def _fork(sock: socket.socket, message: tuple, fds: list[int]) -> tuple:
     """Fork one reader child on the pipes `fds`; ("forked", pid) or ("error", why)."""
     if sys.platform == "win32":
         raise OSError("no fork on Windows")
-    _, env, cwd = message
+    _, env, cwd, _module = message
     sys.stdout.flush()
     sys.stderr.flush()
     try:

@@ -7,10 +7,9 @@ process (keyed by os.getpid(): a process forked from this one starts its own). I
 socket closes: at exit (atexit), or when this process dies, however (the kernel closes the socket then).
 
 Wire: each message is a 4-byte length and a pickle (between our own processes), with file descriptors attached to
-its first bytes (SCM_RIGHTS). To the helper: ("fork", env, cwd) with the child's stdin, stdout and stderr pipe ends
-(and its progress pipe's), answered ("forked", pid) or ("error", why); ("reap", pid), answered ("reaped", exit code)
-or ("running",) (the helper reaps it later by itself). From the helper first: ("ready",) once it has imported the
-readers, or ("failed", why). One request and its answer at a time (a lock): several threads read files at once.
+its first bytes (SCM_RIGHTS). To the helper: ("fork", env, cwd, module of the reader) with the child's stdin, stdout
+and stderr pipe ends (and its progress pipe's), answered ("forked", pid) or ("error", why); ("reap", pid), answered ("reaped", exit code)
+or ("running",) (the helper reaps it later by itself). From the helper first: ("ready",) once it has started. One request and its answer at a time (a lock): several threads read files at once.
 
 A child stays the helper's zombie until this process asks to reap it, so its pid cannot be reused while this
 process may still kill it; kills go through psutil, which also refuses a pid reused after the helper died.
@@ -37,7 +36,7 @@ log = logging.getLogger(__name__)
 _HOME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # the folder holding rag_core
 _LEN = struct.Struct("!I")
 MAX_FDS = 4  # stdin, stdout, stderr and the progress pipe of one child
-STARTUP_S = 60.0  # how long the helper may take to import the readers (~1 s alone, more on a loaded machine)
+STARTUP_S = 60.0  # how long the helper may take to start (~0.5 s alone, more on a loaded machine)
 REPLY_S = 30.0  # how long it may take to fork or reap (milliseconds normally): past it, it is taken for dead
 _CHUNK = 1 << 20  # bytes written to a child's stdin at a time
 _EXIT_POLL_S = 0.002  # how often a child that closed its output is looked at until it has ended
@@ -210,24 +209,25 @@ class Zygote:
         """The helper's pid while it runs."""
         return None if self._proc is None else self._proc.pid
 
-    def fork_reader(self, progress: bool) -> ForkedChild | None:
-        """A new reader child (with a progress pipe when asked), or None when the helper cannot give one."""
+    def fork_reader(self, module: str, progress: bool) -> ForkedChild | None:
+        """A new reader child for a function of `module` (with a progress pipe when asked), or None when the helper
+        cannot give one."""
         with self._lock:
             for _ in range(_MAX_FAILURES):
                 if self._sock is None and not self._start():
                     return None
-                child = self._fork(progress)
+                child = self._fork(module, progress)
                 if child is not None:
                     self._failures = 0
                     return child
             return None
 
-    def _fork(self, progress: bool) -> ForkedChild | None:
+    def _fork(self, module: str, progress: bool) -> ForkedChild | None:
         pipes = [os.pipe() for _ in range(4 if progress else 3)]
         theirs = [pipes[0][0]] + [w for _, w in pipes[1:]]  # the child reads stdin, writes the others
         ours = [pipes[0][1]] + [r for r, _ in pipes[1:]]
         try:
-            reply = self._ask(("fork", child_env(), os.getcwd()), theirs)
+            reply = self._ask(("fork", child_env(), os.getcwd(), module), theirs)
         finally:
             for fd in theirs:
                 os.close(fd)
