@@ -55,7 +55,7 @@ def _warm(module: str) -> None:
         return
     try:
         importlib.import_module(module)
-    except Exception:  # noqa: BLE001 - its children import it themselves and report what fails
+    except Exception:  # its children import it themselves and report what fails
         log.debug("could not import %s", module, exc_info=True)
     if threading.active_count() > 1:
         raise SystemExit(f"{threading.active_count()} threads after importing {module}: no more forks")
