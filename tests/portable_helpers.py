@@ -65,6 +65,13 @@ def die(deadline: object) -> str:
     os._exit(3)
 
 
+def answer_when(started: str, go: str, value: str, deadline: object) -> str:
+    """Create the file `started`, wait for the file `go`, then answer `value`."""
+    Path(started).touch()
+    _wait_for(Path(go))
+    return value
+
+
 def environment(name: str, deadline: object) -> str | None:
     """The reader child's value of the environment variable `name`."""
     return os.environ.get(name)

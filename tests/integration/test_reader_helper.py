@@ -22,7 +22,7 @@ from rag_core.core.errors import CorruptFile, IngestCancelled, IngestTimedOut, R
 from rag_core.ingest.loaders import _zygote_link as zygote
 from rag_core.ingest.loaders import load_bytes
 from rag_core.ingest.loaders._isolated import run_isolated
-from tests.portable_helpers import die, echo, environment, grow, hang
+from tests.portable_helpers import answer_when, die, echo, environment, grow, hang
 
 pytestmark = pytest.mark.skipif(not zygote.available(), reason="the reader helper needs fork (Linux, macOS)")
 
@@ -135,6 +135,20 @@ def test_after_the_helper_is_killed_the_next_read_still_works():
     assert _wait_until(lambda: _gone(helper))
     assert run_isolated(echo, ("again",), Deadline(WAIT_S, "a.txt"), "test") == "again"
     assert _helper_pid() != helper  # started once more
+
+
+def test_a_child_whose_helper_is_killed_meanwhile_still_answers(tmp_path):
+    helper = _helper_pid()
+    started, go = tmp_path / "started", tmp_path / "go"
+    with ThreadPoolExecutor(1) as pool:
+        reading = pool.submit(run_isolated, answer_when, (str(started), str(go), "answered"),
+                              Deadline(WAIT_S, "a.txt"), "test")
+        assert _wait_until(started.exists)
+        os.kill(helper, signal.SIGKILL)
+        assert _wait_until(lambda: _gone(helper))
+        assert _helper_pid() != helper  # started again meanwhile
+        go.touch()
+        assert reading.result(WAIT_S) == "answered"
 
 
 PARENT = """

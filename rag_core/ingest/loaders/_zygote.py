@@ -70,15 +70,14 @@ def serve(sock: socket.socket) -> None:
         except (EOFError, OSError):
             return  # the parent has gone
         for pid in list(unreaped):
-            if _exit_code(pid) is not None:
+            if _reap(pid)[0] == "reaped":
                 unreaped.discard(pid)
         if message[0] == "fork":
             reply = _fork(sock, message, fds)
         elif message[0] == "reap":
-            code = _exit_code(message[1])
-            if code is None:
+            reply = _reap(message[1])
+            if reply[0] == "running":
                 unreaped.add(message[1])
-            reply = ("running",) if code is None else ("reaped", code)
         else:
             for fd in fds:
                 os.close(fd)
@@ -91,15 +90,16 @@ def serve(sock: socket.socket) -> None:
             _warm(message[3])
 
 
-def _exit_code(pid: int) -> int | None:
-    """Reap child `pid` if it has ended: its exit code (negative: the signal that ended it), else None."""
+def _reap(pid: int) -> tuple:
+    """Reap child `pid` if it has ended: ("reaped", its exit code, negative for the signal that ended it; None when it
+    is not a child of this helper: the one before it forked it), else ("running",)."""
     if sys.platform == "win32":
         raise OSError("no fork on Windows")
     try:
         done, status = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return -1  # not ours, or reaped already
-    return os.waitstatus_to_exitcode(status) if done else None
+        return ("reaped", None)
+    return ("reaped", os.waitstatus_to_exitcode(status)) if done else ("running",)
 
 
 def _fork(sock: socket.socket, message: tuple, fds: list[int]) -> tuple:

@@ -253,7 +253,7 @@ class Zygote:
             send_message(self._sock, message, fds)
             reply, extra = recv_message(self._sock)
         except (OSError, EOFError, pickle.UnpicklingError) as e:
-            log.warning("The reader helper stopped answering (%s); starting another", e or type(e).__name__)
+            log.warning("The reader helper stopped answering (%s)", str(e) or type(e).__name__)
             self._failures += 1
             self._stop()
             return None
@@ -262,10 +262,11 @@ class Zygote:
         return reply
 
     def _start(self) -> bool:
-        """Start the helper and wait until it has imported the readers; False (and logged) when it cannot."""
+        """Start the helper and wait until it is ready; False (and logged) when it cannot."""
         if self._failures >= _MAX_FAILURES:
             return False
         ours, theirs = socket.socketpair()  # AF_UNIX, SOCK_STREAM
+        self._sock = ours
         env = {**child_env(), "OPENBLAS_NUM_THREADS": "1"}  # numpy's pool would be a thread: the helper forks
         try:
             with theirs:
@@ -273,7 +274,6 @@ class Zygote:
                     [sys.executable, "-m", "rag_core.ingest.loaders._zygote", str(theirs.fileno())],
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                     pass_fds=(theirs.fileno(),))
-            self._sock = ours
             ours.settimeout(STARTUP_S)
             reply, _ = recv_message(ours)
             ours.settimeout(REPLY_S)
