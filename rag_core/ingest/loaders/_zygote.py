@@ -4,13 +4,15 @@ once and forks a reader child per file, so that a child starts in milliseconds i
 Started by rag_core/ingest/loaders/_zygote_link.py as `python -m rag_core.ingest.loaders._zygote FD` (FD: its end of
 a socket pair; the wire is described there). It imports what every reader child needs (the Settings, _isolated),
 says it is ready, then serves one request at a time; after forking a child for a reader of READERS it imports that
-reader, once, so that its next children start with it (a process that reads one file pays no more than a fresh
-interpreter would; the second file of a kind starts in milliseconds). It stays single-threaded (a fork copies only the calling thread: numpy's thread pool is kept off
-with OPENBLAS_NUM_THREADS=1, and no reader starts a thread at import). For each "fork" it forks a child that puts the
-pipes it was handed on its stdin, stdout and stderr, takes the parent's current environment and folder, and then
-behaves exactly like the fresh interpreter of _isolated.py: one request on stdin, one answer on stdout, progress on
-its own pipe; it ends with os._exit. Children stay zombies until the parent asks to reap them (their pid stays
-theirs while the parent may kill them). The helper exits when the parent's end of the socket closes.
+reader, once, so that its next children start with it (a process that reads one file pays no more than with a fresh
+interpreter; its second file of a kind starts in milliseconds). It stays single-threaded: a fork copies only the
+calling thread (numpy's thread pool is kept off with OPENBLAS_NUM_THREADS=1; no reader starts a thread at import).
+
+For each "fork" it forks a child that puts the pipes it was handed on its stdin, stdout and stderr, takes the
+parent's current environment and folder, and then behaves exactly like the fresh interpreter of _isolated.py: one
+request on stdin, one answer on stdout, progress on its own pipe; it ends with os._exit. Children stay zombies until
+the parent asks to reap them (their pid stays theirs while the parent may kill them). The helper exits when the
+parent's end of the socket closes.
 """
 from __future__ import annotations
 
