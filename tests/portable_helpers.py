@@ -49,6 +49,34 @@ def hang(started: str, deadline: object) -> str:
     return "woke"
 
 
+def grow(settings: object, deadline: object) -> str:
+    """Take 16 MB more every few milliseconds, without end (a parser building a huge tree); `settings` carries the
+    memory ceiling."""
+    held = []
+    while True:
+        held.append(b"x" * (16 << 20))
+        time.sleep(0.005)
+
+
+def die(deadline: object) -> str:
+    """End the reader child at once, without an answer (a native parser crashing)."""
+    sys.stderr.write("Fatal error in the parser\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+def answer_when(started: str, go: str, value: str, deadline: object) -> str:
+    """Create the file `started`, wait for the file `go`, then answer `value`."""
+    Path(started).touch()
+    _wait_for(Path(go))
+    return value
+
+
+def environment(name: str, deadline: object) -> str | None:
+    """The reader child's value of the environment variable `name`."""
+    return os.environ.get(name)
+
+
 def _wait_for(path: Path) -> bool:
     """Wait until `path` exists (the child has started), at most WAIT_S."""
     end = time.monotonic() + WAIT_S

@@ -166,10 +166,12 @@ def test_the_garbage_collector_no_longer_walks_the_model_with_every_thread_stopp
 
 
 def _reader_running() -> bool:
-    """True while a PDF reader child process of this test runs."""
+    """True while a PDF reader child process of this test runs: a fresh interpreter, or a child forked by the reader
+    helper (whose command line is the helper's)."""
     for child in psutil.Process().children(recursive=True):
         try:
-            if "_isolated" in " ".join(child.cmdline()):
+            command = " ".join(child.cmdline())
+            if "_isolated" in command or ("_zygote" in command and "_zygote" in " ".join(child.parent().cmdline())):
                 return True
         except psutil.Error:  # ended meanwhile
             continue

@@ -8,9 +8,9 @@ saw (the child's peak, to within one poll).
 from __future__ import annotations
 
 import logging
-import subprocess
 import threading
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import psutil
 
@@ -29,11 +29,23 @@ def resident_bytes(pid: int) -> int | None:
         return None
 
 
+class ReaderProcess(Protocol):
+    """What the watch needs of a reader's child process: a fresh interpreter (subprocess.Popen) or a child forked
+    by the reader helper (rag_core.ingest.loaders._zygote)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def running(self) -> bool: ...
+
+    def kill(self) -> None: ...
+
+
 @dataclass
 class MemoryWatch:
     """Watches one child process until `stop()`: kills it once its resident memory passes `limit_bytes`."""
 
-    proc: subprocess.Popen
+    proc: ReaderProcess
     limit_bytes: int
     exceeded: bool = False
     peak_bytes: int = 0
@@ -47,7 +59,7 @@ class MemoryWatch:
         self._done.set()
 
     def _run(self) -> None:
-        while not self._done.is_set() and self.proc.poll() is None:
+        while not self._done.is_set() and self.proc.running():
             rss = resident_bytes(self.proc.pid)
             if rss is not None:
                 self.peak_bytes = max(self.peak_bytes, rss)
@@ -60,6 +72,6 @@ class MemoryWatch:
             self._done.wait(POLL_S)
 
 
-def watch_memory(proc: subprocess.Popen, limit_mb: int) -> MemoryWatch:
+def watch_memory(proc: ReaderProcess, limit_mb: int) -> MemoryWatch:
     """Start watching `proc` against a ceiling of `limit_mb` MB (see MemoryWatch)."""
     return MemoryWatch(proc, limit_mb * MB).start()
